@@ -1,0 +1,105 @@
+"""One exception hierarchy for the whole library.
+
+Tool failures are *not* exceptions at this level: a tool that fails returns a result
+envelope whose ``exception`` field holds the message (the model sees it). The
+classes below are for problems the caller must handle: text that is not a call,
+a call that cannot reach a tool, broken data files and bad configuration.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = [
+    "ApibankError",
+    "ParseError",
+    "CallError",
+    "UnknownToolError",
+    "InvalidParameterError",
+    "ParameterTypeError",
+    "MissingParameterError",
+    "DataError",
+    "ConfigError",
+    "did_you_mean",
+]
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """Return a " Did you mean 'X'?" suffix for the closest choice, or ''."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+class ApibankError(Exception):
+    """Base class of every error raised on purpose by apibank_lib."""
+
+
+class ParseError(ApibankError, ValueError):
+    """Text that looks like an API call but cannot be parsed faithfully.
+
+    Attributes:
+        reason: what is wrong, in words.
+        position: character offset in the text where the problem was found.
+        text: the text that was being parsed.
+    """
+
+    def __init__(self, reason: str, position: int = 0, text: str = "") -> None:
+        self.reason = reason
+        self.position = position
+        self.text = text
+        snippet = text[max(0, position - 20) : position + 20].replace("\n", "\\n")
+        where = f" at character {position} (near {snippet!r})" if text else ""
+        super().__init__(f"{reason}{where}")
+
+
+class CallError(ApibankError):
+    """A call that never reached the tool's body (unknown tool, bad arguments).
+
+    The message follows the original ToolManager's wording where it had one, so
+    that the error taxonomy and the model-facing text stay comparable.
+    """
+
+    def __init__(self, message: str, *, tool: str | None = None, parameter: str | None = None) -> None:
+        self.tool = tool
+        self.parameter = parameter
+        super().__init__(message)
+
+
+class UnknownToolError(CallError):
+    """The API name is not part of the tool set."""
+
+    def __init__(self, name: str, known: Iterable[str] = ()) -> None:
+        super().__init__(f"invalid tool name. {name!r} is not an API of this tool set.{did_you_mean(name, known)}", tool=name)
+
+
+class InvalidParameterError(CallError):
+    """An argument name that the API does not declare."""
+
+
+class ParameterTypeError(CallError):
+    """An argument value that cannot be converted to the declared type."""
+
+
+class MissingParameterError(CallError):
+    """A required argument is absent."""
+
+
+class DataError(ApibankError):
+    """A data file (dialogue, database, release file) is malformed.
+
+    The message always names the file and, where it applies, the line.
+    """
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None) -> None:
+        self.path = None if path is None else Path(path)
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}" + (f", line {line}" if line is not None else "") + ": "
+        super().__init__(f"{where}{message}")
+
+
+class ConfigError(ApibankError):
+    """An invalid option, parameter or combination of them."""

@@ -1,0 +1,65 @@
+"""Helpers shared by tools and their correctness rules.
+
+These reproduce small pieces of the original behaviour that many tools share:
+date validation with Python's own error texts, the year-padding date
+normaliser, and the word-set Jaccard used by the fuzzy checkers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+__all__ = ["DT", "D", "strptime_check", "year_pad_normalise", "jaccard", "same_envelope", "envelope_equal_on"]
+
+DT = "%Y-%m-%d %H:%M:%S"
+"""Date-time format used by most tools."""
+
+D = "%Y-%m-%d"
+"""Date format used by hospital, hotel, stock and level-3 tools."""
+
+
+def strptime_check(value: Any, fmt: str = DT) -> datetime:
+    """Parse ``value`` with ``fmt``; on failure Python's own error text surfaces.
+
+    The message texts (``time data 'x' does not match format ...``,
+    ``unconverted data remains: ...``, ``strptime() argument 1 must be str, not int``)
+    are part of the tools' contract, which is why this calls ``strptime`` directly.
+    """
+    return datetime.strptime(value, fmt)
+
+
+def year_pad_normalise(value: Any, fmt: str = D, *, as_datetime: bool = False) -> Any:
+    """Normalise a date string the way several original tools and checkers do.
+
+    Steps: strip; split on ``-``; if there are exactly three pieces and the first
+    is not four characters long, left-pad it with zeros to width four; parse with
+    ``fmt``. Returns the re-formatted canonical string (or the datetime when
+    ``as_datetime``), or the *exception object* when parsing fails: two failed
+    values never compare equal, which the checkers rely on.
+    """
+    try:
+        parts = value.strip().split("-")
+        if len(parts) == 3 and len(parts[0]) != 4:
+            parts[0] = parts[0].zfill(4)
+        parsed = datetime.strptime("-".join(parts), fmt)
+    except Exception as exc:  # noqa: BLE001 - the exception object is the value
+        return exc
+    return parsed if as_datetime else parsed.strftime(fmt)
+
+
+def jaccard(a: str, b: str) -> float:
+    """Word-set Jaccard of two strings split on single spaces (as the original)."""
+    sa, sb = set(a.split(" ")), set(b.split(" "))
+    union = sa | sb
+    return len(sa & sb) / len(union) if union else 1.0
+
+
+def same_envelope(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    """The "exact" checker family: input, output and exception all equal."""
+    return pred["input"] == gold["input"] and pred["output"] == gold["output"] and pred["exception"] == gold["exception"]
+
+
+def envelope_equal_on(pred: dict[str, Any], gold: dict[str, Any], keys: tuple[str, ...]) -> bool:
+    """True when the listed top-level envelope fields are equal."""
+    return all(pred[k] == gold[k] for k in keys)
