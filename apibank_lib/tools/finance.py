@@ -1,0 +1,124 @@
+"""Finance tools: bank balance, opening a bank account, stock prices.
+
+QueryBalance reads the ``Bank`` database (username -> ``{balance, age, city}``)
+and authenticates through the sandbox's token checker, rewording any token
+failure as ``The token is incorrect.``. OpenBankAccount keeps its accounts in
+the tool instance (the original has no database for it), starting from the
+original's single built-in account ``test``. QueryStock reads ``Stock``:
+ticker -> ``{YYYY-MM-DD: price}``, prices stored as ints or floats and returned
+unchanged.
+
+No ``check_v2`` fixes: the spec documents no checker bug for these tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apibank_lib.tools.base import Tool, ToolEnv
+from apibank_lib.tools.common import D, same_envelope, year_pad_normalise
+from apibank_lib.types import Param
+
+__all__ = ["QueryBalance", "OpenBankAccount", "QueryStock"]
+
+
+class QueryBalance(Tool):
+    """The balance of the logged-in user's bank account."""
+
+    name = "QueryBalance"
+    description = "Return the balance of the bank account of the user who owns the token."
+    input_parameters = {"token": Param("str", "The user's login token.")}
+    output_parameters = {"balance": Param("float", "The account balance.")}
+    database_name = "Bank"
+    read_only = True
+
+    def run(self, token: Any) -> Any:
+        try:
+            token.strip()  # the original strips only to fail early on a non-text token; the check uses the raw token
+            username = self.username_for(token)
+        except Exception:  # noqa: BLE001 - the original rewords every token failure
+            raise Exception("The token is incorrect.") from None
+        if username not in self.db:
+            raise Exception("The user does not have an account.")
+        return self.db[username]["balance"]
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return (
+            pred["input"]["token"].strip() == gold["input"]["token"].strip()
+            and pred["output"] == gold["output"]
+            and pred["exception"] == gold["exception"]
+        )
+
+
+class OpenBankAccount(Tool):
+    """Open a bank account; an account identifier already in use gives the output ``failed``."""
+
+    name = "OpenBankAccount"
+    description = "Open a new bank account with an account identifier, a password and the holder's name."
+    input_parameters = {
+        "account": Param("str", "The identifier of the new account."),
+        "password": Param("str", "The password of the new account."),
+        "name": Param("str", "The account holder's name."),
+    }
+    output_parameters = {"status": Param("str", "success or failed")}
+
+    def __init__(self, db: Any = None, env: ToolEnv | None = None) -> None:
+        super().__init__(db, env)
+        # The original's built-in account; its integer keys are kept (new keys are the count plus one).
+        self.accounts: dict[int, dict[str, Any]] = {0: {"account": "test", "password": "test", "name": "Demo Holder"}}
+
+    def run(self, account: Any, password: Any, name: Any) -> Any:
+        if any(record["account"] == account for record in self.accounts.values()):
+            return "failed"  # reported as the output, not as an exception
+        self.accounts[len(self.accounts) + 1] = {"account": account, "password": password, "name": name}
+        return "success"
+
+    def state(self) -> Any:
+        return self.accounts
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_envelope(pred, gold)
+
+
+def _stock_code(stock_code: Any) -> str | None:
+    """Upper-cased, stripped ticker; None for a blank one."""
+    return stock_code.upper().strip() or None
+
+
+class QueryStock(Tool):
+    """The price of a stock on a given day."""
+
+    name = "QueryStock"
+    description = "Return the price of a stock, given its ticker symbol and a day."
+    input_parameters = {
+        "stock_code": Param("str", "The ticker symbol of the stock."),
+        "date": Param("str", "The day, as YYYY-MM-DD."),
+    }
+    output_parameters = {"stock_price": Param("float", "The stock's price on that day.")}
+    database_name = "Stock"
+    read_only = True
+
+    def run(self, stock_code: Any, date: Any) -> Any:
+        code = _stock_code(stock_code)
+        day = year_pad_normalise(date, D)
+        if code is None:
+            raise Exception("The stock code cannot be empty.")
+        if isinstance(day, Exception):
+            raise day
+        if code not in self.db:
+            raise Exception("The stock code does not exist.")
+        if day not in self.db[code]:
+            raise Exception("The stock price of this date is not maintained.")
+        return self.db[code][day]
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        p, g = pred["input"], gold["input"]
+        return (
+            _stock_code(p["stock_code"]) == _stock_code(g["stock_code"])
+            and year_pad_normalise(p["date"], D) == year_pad_normalise(g["date"], D)
+            and pred["output"] == gold["output"]
+            and pred["exception"] == gold["exception"]
+        )
+
+
+TOOLS = (QueryBalance, OpenBankAccount, QueryStock)
