@@ -217,3 +217,52 @@ def load_databases(directory: str | Path, names: Iterable[str] | None = None) ->
 
 # --- level-3 tables -------------------------------------------------------------------------------
 # (shapes of the databases behind the level-3 tool set; see apibank_lib/tools/level3/)
+
+
+class IntKeyed(DictOf):
+    """An object keyed by integer ids written as canonical decimal text (``"204"``, not ``"0204"``)."""
+
+    def problem(self, value: Any, where: str) -> str | None:
+        if isinstance(value, dict):
+            for k in value:
+                if not (isinstance(k, str) and k.isdigit() and str(int(k)) == k):
+                    return f"{where} has the key {k!r}, which is not a non-negative integer in decimal"
+        return super().problem(value, where)
+
+
+_LV3_ACCOUNTS = ListOf(Record({"username": STR, "password": STR, "info": DictOf(ANY)}))
+
+SHAPES.update(
+    {
+        "Lv3Accounts": _LV3_ACCOUNTS,
+        "Lv3PersonalInfo": _LV3_ACCOUNTS,
+        "Lv3Flights": ListOf(Record({"source": STR, "destination": STR, "departure_date": STR, "arrival_date": STR})),
+        "Lv3Geocoding": DictOf(Record({"latitude": NUM, "longitude": NUM})),
+        "Lv3Salaries": DictOf(NUM),
+        "Lv3Weather": ListOf(
+            Record({"latitude": NUM, "longitude": NUM, "temperature": NUM, "humidity": NUM, "description": STR})
+        ),
+        "Lv3Hotels": DictOf(Record({"destination": STR, "check_in_date": STR, "check_out_date": STR})),
+        "Lv3Likes": IntKeyed(INT),
+        "Lv3MovieGenres": DictOf(ListOf(STR)),
+        "Lv3Restaurants": ListOf(Record({"coordinates": ListOf(NUM), "name": STR})),
+        "Lv3Organizations": DictOf(ListOf(STR)),
+        "Lv3Meetings": DictOf(
+            ListOf(
+                Record(
+                    {
+                        "meeting_id": INT,
+                        "meeting_name": STR,
+                        "meeting_time": STR,
+                        "meeting_location": STR,
+                        "meeting_attendees": ListOf(STR),
+                    }
+                )
+            )
+        ),
+        "Lv3TravelStatus": DictOf(STR),
+        "Lv3UserPosts": IntKeyed(ListOf(INT)),
+        "Lv3WatchedMovies": DictOf(ListOf(STR)),
+        "Lv3MoviePreferences": DictOf(ListOf(STR)),
+    }
+)

@@ -1,0 +1,130 @@
+"""Level-3 calendar tools: add a meeting, list a user's meetings, send a reminder e-mail.
+
+* AddMeeting (level 3) takes no token. It appends to a list owned by the tool
+  instance (exposed by ``state()``), which starts empty and only grows;
+  duplicates are kept.
+* QueryMeeting (level 3) takes only a user name and returns that user's whole
+  stored list from the ``Lv3Meetings`` table (user name -> meetings). It does
+  not see meetings added by AddMeeting, as in the original.
+* EmailReminder validates and then reports success; nothing is sent or stored.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from apibank_lib.tools.base import Tool
+from apibank_lib.tools.common import jaccard, strptime_check
+from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
+from apibank_lib.types import Param
+
+__all__ = ["AddMeeting", "QueryMeeting", "EmailReminder"]
+
+_STATUS = {"status": Param("str", "success or failed")}
+
+
+class AddMeeting(Tool):
+    """Book a meeting (no login needed at level 3)."""
+
+    name = "AddMeeting"
+    description = (
+        "Book a meeting: give its topic, start and end time (%Y-%m-%d %H:%M:%S), location and the list of attendees."
+    )
+    input_parameters = {
+        "meeting_topic": Param("str", "The meeting's title."),
+        "start_time": Param("str", "When the meeting starts, formatted %Y-%m-%d %H:%M:%S."),
+        "end_time": Param("str", "When the meeting ends, formatted %Y-%m-%d %H:%M:%S."),
+        "location": Param("str", "Where the meeting takes place."),
+        "attendees": Param("list(str)", "The names of the people taking part, e.g. ['Eva Rossi', 'Kai Tanaka']."),
+    }
+    output_parameters = _STATUS
+
+    def __init__(self, db: Any = None, env: Any = None) -> None:
+        super().__init__(db, env)
+        self.meetings: list[dict[str, Any]] = []
+
+    def run(self, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any) -> Any:
+        strptime_check(start_time)
+        strptime_check(end_time)
+        if meeting_topic.strip() == "":
+            raise Exception("Meeting Topic should not be null")
+        self.meetings.append(
+            {
+                "meeting_topic": meeting_topic,
+                "start_time": start_time,
+                "end_time": end_time,
+                "location": location,
+                "attendees": copy.deepcopy(attendees),
+            }
+        )
+        return "success"
+
+    def state(self) -> Any:
+        return self.meetings
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        # No API-name assertion here, as in the original; the topic is removed
+        # from both inputs (in place) after the fuzzy comparison.
+        similar = jaccard(pred["input"]["meeting_topic"], gold["input"]["meeting_topic"]) > 0.5
+        pred["input"].pop("meeting_topic")
+        gold["input"].pop("meeting_topic")
+        return (
+            similar
+            and pred["input"] == gold["input"]
+            and pred["output"] == gold["output"]
+            and pred["exception"] == gold["exception"]
+        )
+
+
+class QueryMeeting(Tool):
+    """List every meeting stored for a user."""
+
+    name = "QueryMeeting"
+    description = "List all meetings of a user: id, name, time, location and attendees of each."
+    input_parameters = {"user_name": Param("str", "The account name of the user whose meetings to list.")}
+    output_parameters = {"meetings": Param("list", "The user's meetings.")}
+    database_name = "Lv3Meetings"
+    read_only = True
+
+    def run(self, user_name: Any) -> Any:
+        # An unknown user surfaces as the KeyError text (e.g. 'Bob'), as in the original.
+        return {"meetings": copy.deepcopy(self.db[user_name])}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+class EmailReminder(Tool):
+    """Send a reminder e-mail about an event (simulated: nothing leaves the sandbox)."""
+
+    name = "EmailReminder"
+    description = "Send someone a reminder e-mail about an event, with its time and location."
+    input_parameters = {
+        "content": Param("str", "The text of the reminder."),
+        "time": Param("str", "When the event takes place, formatted %Y-%m-%d %H:%M:%S."),
+        "location": Param("str", "Where the event takes place."),
+        "recipient": Param("str", "The e-mail address to send the reminder to."),
+    }
+    output_parameters = _STATUS
+    read_only = True
+
+    def run(self, content: Any, time: Any, location: Any, recipient: Any) -> Any:
+        strptime_check(time)
+        if content.strip() == "":
+            raise Exception("Content should not be empty")
+        return "success"
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        # The content is removed from both inputs (in place) and never judged.
+        require_same_api(pred, gold)
+        pred["input"].pop("content")
+        gold["input"].pop("content")
+        return (
+            pred["output"] == gold["output"]
+            and pred["exception"] == gold["exception"]
+            and pred["input"] == gold["input"]
+        )
+
+
+TOOLS = (AddMeeting, QueryMeeting, EmailReminder)

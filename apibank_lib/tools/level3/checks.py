@@ -1,0 +1,31 @@
+"""Checker pieces shared by the level-3 tools.
+
+Most level-3 checkers first assert that the predicted and gold envelopes name
+the same API. The level-3 evaluator applies the *gold* API's checker to
+whatever was predicted, so this assertion is what fails a call to the wrong
+API. It is raised as ``AssertionError("The API name is not correct.")``, which
+the protocols count as "incorrect".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apibank_lib.tools.common import same_envelope
+
+__all__ = ["API_NAME_MESSAGE", "require_same_api", "same_api_and_envelope"]
+
+API_NAME_MESSAGE = "The API name is not correct."
+"""The original assertion message for an API-name mismatch."""
+
+
+def require_same_api(pred: dict[str, Any], gold: dict[str, Any]) -> None:
+    """Raise the original AssertionError when the envelopes name different APIs."""
+    if pred["api_name"] != gold["api_name"]:
+        raise AssertionError(API_NAME_MESSAGE)
+
+
+def same_api_and_envelope(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    """The most common level-3 rule: same API, then input, output and exception all equal."""
+    require_same_api(pred, gold)
+    return same_envelope(pred, gold)

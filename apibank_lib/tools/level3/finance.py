@@ -1,0 +1,93 @@
+"""Level-3 money tools: look up an occupation's salary, compute salary after tax.
+
+``Lv3Salaries`` maps an occupation (exact, case-sensitive) to its salary. The
+tax rule has no table: its thresholds and rates are code, as in the original.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from apibank_lib.tools.base import Tool
+from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
+from apibank_lib.types import Param
+
+__all__ = ["GetOccupationSalary", "TaxCalculator", "TAX_RATES", "salary_after_tax"]
+
+TAX_RATES: dict[float, float] = {0: 0.0, 1000: 0.1, 3000: 0.2, 5000: 0.3, math.inf: 0.4}
+"""Threshold -> tax rate, as in the original. The 40% rate is never applied (see salary_after_tax)."""
+
+
+def salary_after_tax(salary: float) -> float:
+    """Apply the original rule: the rate of the first threshold, in descending order, that the salary reaches.
+
+    The largest threshold is infinity, which no finite salary reaches, so the
+    40% rate never applies and everything from 5000 up is taxed at 30%.
+
+    Raises:
+        Exception: with an empty message for a negative salary (the original's
+            ``StopIteration`` from finding no threshold has an empty text).
+    """
+    for threshold in sorted(TAX_RATES, reverse=True):
+        if salary >= threshold:
+            return salary - salary * TAX_RATES[threshold]
+    raise Exception("")
+
+
+class GetOccupationSalary(Tool):
+    """Look up the salary of an occupation."""
+
+    name = "GetOccupationSalary"
+    description = "Look up the typical annual salary of an occupation."
+    input_parameters = {"occupation": Param("str", "The occupation, e.g. Civil Engineer.")}
+    output_parameters = {"salary": Param("int", "The annual salary.")}
+    database_name = "Lv3Salaries"
+    read_only = True
+
+    def run(self, occupation: Any) -> Any:
+        if occupation not in self.db:
+            raise Exception("The occupation is not in the database.")
+        return {"salary": self.db[occupation]}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+class TaxCalculator(Tool):
+    """Compute the salary left after income tax.
+
+    Checker fix (``check_v2``): the original checker reads
+    ``output['salary_after_tax']`` of both envelopes, so a failed call on
+    either side (output ``None``) makes it raise TypeError, which crashed the
+    original evaluator. The v2 rule compares the salary, the whole output and
+    the exception instead.
+    """
+
+    name = "TaxCalculator"
+    description = "Compute how much of a salary is left after income tax."
+    input_parameters = {"salary": Param("float", "The salary before tax.")}
+    output_parameters = {"salary_after_tax": Param("float", "The salary after tax.")}
+    read_only = True
+
+    def run(self, salary: Any) -> Any:
+        return {"salary_after_tax": salary_after_tax(salary)}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        require_same_api(pred, gold)
+        return (
+            pred["input"]["salary"] == gold["input"]["salary"]
+            and pred["output"]["salary_after_tax"] == gold["output"]["salary_after_tax"]
+            and pred["exception"] == gold["exception"]
+        )
+
+    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        require_same_api(pred, gold)
+        return (
+            pred["input"]["salary"] == gold["input"]["salary"]
+            and pred["output"] == gold["output"]
+            and pred["exception"] == gold["exception"]
+        )
+
+
+TOOLS = (GetOccupationSalary, TaxCalculator)

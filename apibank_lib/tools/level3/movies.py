@@ -1,0 +1,87 @@
+"""Level-3 movie tools: a user's genre preferences, watched movies, and recommendations by genre.
+
+Tables:
+
+* ``Lv3MoviePreferences``: user name -> preferred genres;
+* ``Lv3WatchedMovies``: user name -> titles the user has seen;
+* ``Lv3MovieGenres``: genre -> recommended titles.
+
+MovieRecommendations concatenates the titles of each requested genre, in
+order, duplicates included. Despite what its purpose suggests, it does not
+remove movies the user has watched (the original does not either).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apibank_lib.tools.base import Tool
+from apibank_lib.tools.level3.checks import same_api_and_envelope
+from apibank_lib.types import Param
+
+__all__ = ["UserMoviePreferences", "UserWatchedMovies", "MovieRecommendations"]
+
+_USER_NAME = Param("str", "The user's account name.")
+
+
+class UserMoviePreferences(Tool):
+    """List the genres a user likes."""
+
+    name = "UserMoviePreferences"
+    description = "List the movie genres a user prefers."
+    input_parameters = {"user_name": _USER_NAME}
+    output_parameters = {"preferences": Param("list", "The user's preferred genres.")}
+    database_name = "Lv3MoviePreferences"
+    read_only = True
+
+    def run(self, user_name: Any) -> Any:
+        # An unknown user surfaces as the KeyError text.
+        return {"preferences": list(self.db[user_name])}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+class UserWatchedMovies(Tool):
+    """List the movies a user has watched."""
+
+    name = "UserWatchedMovies"
+    description = "List the movies a user has already watched."
+    input_parameters = {"user_name": _USER_NAME}
+    output_parameters = {"watched_movies": Param("list", "Titles of the movies the user has watched.")}
+    database_name = "Lv3WatchedMovies"
+    read_only = True
+
+    def run(self, user_name: Any) -> Any:
+        if user_name not in self.db:
+            raise Exception("User not found.")
+        # The bare list, not wrapped in {watched_movies}, as in the original.
+        return list(self.db[user_name])
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+class MovieRecommendations(Tool):
+    """Recommend movies for a list of genres."""
+
+    name = "MovieRecommendations"
+    description = "Recommend movies for a list of genres, e.g. ['Comedy', 'Mystery']."
+    input_parameters = {"preferences": Param("list", "The genres to recommend movies from.")}
+    output_parameters = {"recommended_movies": Param("list", "Titles of the recommended movies.")}
+    database_name = "Lv3MovieGenres"
+    read_only = True
+
+    def run(self, preferences: Any) -> Any:
+        movies: list[str] = []
+        # Text that was not converted to a list is iterated character by
+        # character, so "['Comedy']" fails with the KeyError text '[' as in the original.
+        for genre in preferences:
+            movies.extend(self.db[genre])
+        return {"recommended_movies": movies}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+TOOLS = (UserMoviePreferences, UserWatchedMovies, MovieRecommendations)

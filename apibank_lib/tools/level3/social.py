@@ -1,0 +1,82 @@
+"""Level-3 social tools: a user's posts, a post's likes, an organisation's members.
+
+Tables (JSON object keys are text, so integer ids are stored as their decimal
+text, e.g. ``"204"``):
+
+* ``Lv3UserPosts``: user id -> list of post ids;
+* ``Lv3Likes``: post id -> number of likes;
+* ``Lv3Organizations``: organisation name -> member names (full names, the
+  keys of ``Lv3TravelStatus``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apibank_lib.tools.base import Tool
+from apibank_lib.tools.level3.checks import same_api_and_envelope
+from apibank_lib.types import Param
+
+__all__ = ["UserPosts", "LikeCount", "OrganizationMembers"]
+
+
+class UserPosts(Tool):
+    """List the ids of a user's posts."""
+
+    name = "UserPosts"
+    description = "List the ids of the posts a social-media user has published, given the user's id."
+    input_parameters = {"user_id": Param("int", "The user's numeric id.")}
+    output_parameters = {"post_ids": Param("list", "The ids of the user's posts.")}
+    database_name = "Lv3UserPosts"
+    read_only = True
+
+    def run(self, user_id: Any) -> Any:
+        posts = self.db.get(str(user_id))
+        if posts is None:
+            # The original indexed a dict with int keys: the KeyError text is the bare number, e.g. 9.
+            raise KeyError(user_id)
+        return {"post_ids": list(posts)}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+class LikeCount(Tool):
+    """Report how many likes a post has."""
+
+    name = "LikeCount"
+    description = "Get the number of likes of a social-media post, given the post's id."
+    input_parameters = {"post_id": Param("int", "The post's numeric id.")}
+    output_parameters = {"like_count": Param("int", "The number of likes.")}
+    database_name = "Lv3Likes"
+    read_only = True
+
+    def run(self, post_id: Any) -> Any:
+        likes = self.db.get(str(post_id))
+        if likes is None:
+            raise Exception(f"Post with ID {post_id} does not exist.")
+        return {"like_count": likes}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+class OrganizationMembers(Tool):
+    """List the members of an organisation."""
+
+    name = "OrganizationMembers"
+    description = "List the members of an organisation, such as a company or a club."
+    input_parameters = {"organization": Param("str", "The organisation's name.")}
+    output_parameters = {"members": Param("list", "The members' full names.")}
+    database_name = "Lv3Organizations"
+    read_only = True
+
+    def run(self, organization: Any) -> Any:
+        # An unknown organisation surfaces as the KeyError text, e.g. 'Acme'.
+        return {"members": list(self.db[organization])}
+
+    def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+        return same_api_and_envelope(pred, gold)
+
+
+TOOLS = (UserPosts, LikeCount, OrganizationMembers)
