@@ -23,6 +23,17 @@ from apibank_lib.types import ApiCall, ApiResult, ToolSchema
 __all__ = ["Sandbox", "TraceEntry", "json_copy"]
 
 
+def _canonical(value: Any) -> Any:
+    """A JSON-serialisable, key-order-free form of state; keys of mixed types (1 vs "1") stay distinct."""
+    if isinstance(value, dict):
+        return sorted(([f"{type(k).__name__}:{k}", _canonical(v)] for k, v in value.items()), key=lambda kv: kv[0])
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return f"{type(value).__name__}:{value}"
+
+
 def json_copy(value: Any) -> Any:
     """Deep copy of JSON-like data (dict, list, tuple, scalars); about 5x faster than ``copy.deepcopy``."""
     if isinstance(value, dict):
@@ -106,7 +117,7 @@ class Sandbox:
             "databases": {n: self.database(n) for n in sorted(self.toolset.mutable_databases) if n in self._pristine},
             "tools": {n: t.state() for n, t in sorted(self._tools.items()) if t.state() is not None},
         }
-        blob = json.dumps(state, sort_keys=True, default=str, ensure_ascii=False)
+        blob = json.dumps(_canonical(state), ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     # --- ToolEnv --------------------------------------------------------------------------------
@@ -125,6 +136,10 @@ class Sandbox:
         elif callable(self._searcher) and not hasattr(self._searcher, "search"):
             self._searcher = self._searcher()
         return self._searcher.search(keywords, k)
+
+    def tool_schema(self, name: str) -> ToolSchema:
+        """The metadata shown for API ``name`` in this episode's tool set."""
+        return self.toolset.schema(name)
 
     # --- execution ------------------------------------------------------------------------------
 

@@ -37,8 +37,12 @@ class ToolEnv(Protocol):
         """Return the username owning ``token`` or raise ``Exception('The token is invalid.')``."""
         ...
 
-    def search_tools(self, keywords: str) -> list[tuple[ToolSchema, float]]:
+    def search_tools(self, keywords: str, k: int = 1) -> list[tuple[ToolSchema, float]]:
         """Rank the tool set's searchable APIs for ``keywords`` (best first)."""
+        ...
+
+    def tool_schema(self, name: str) -> ToolSchema:
+        """The metadata shown for API ``name`` in this tool set."""
         ...
 
 
@@ -62,6 +66,8 @@ class Tool:
         aliases: renamed parameters accepted by the ``v2`` conversion
             (old name -> current name).
         searchable: whether ToolSearcher may return this API.
+        read_only: the call changes no state at all (neither a database nor the
+            instance), so replaying it to rebuild a dialogue's state can be skipped.
     """
 
     name: ClassVar[str]
@@ -73,6 +79,7 @@ class Tool:
     envelope_has_api_name: ClassVar[bool] = True
     aliases: ClassVar[dict[str, str]] = {}
     searchable: ClassVar[bool] = True
+    read_only: ClassVar[bool] = False
 
     def __init__(self, db: Any = None, env: ToolEnv | None = None) -> None:
         self.db = db

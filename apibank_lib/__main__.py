@@ -1,0 +1,7 @@
+"""``python -m apibank_lib`` runs the ``apibank`` command."""
+
+import sys
+
+from apibank_lib.cli import main
+
+sys.exit(main())

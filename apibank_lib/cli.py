@@ -1,0 +1,200 @@
+"""The ``apibank`` command (also ``python -m apibank_lib``).
+
+Every command takes ``--json`` for machine-readable output and ``--data PATH``
+for another benchmark root (our bundled data by default, or an official
+API-Bank release).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from apibank_lib.errors import ApibankError
+
+__all__ = ["main", "build_parser"]
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def _table(rows: list[list[Any]], header: list[str]) -> str:
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _progress(desc: str):  # noqa: ANN202 - returns a wrapper usable as an iterable filter
+    from tqdm import tqdm
+
+    return lambda it: tqdm(it, desc=desc, unit="call", file=sys.stderr, disable=None, leave=False)
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from apibank_lib.datasets import load_benchmark, statistics
+    from apibank_lib.reported import OFFICIAL_RELEASE_COUNTS, PAPER_CORPUS, SOURCE
+    from apibank_lib.tools.registry import DOMAINS
+
+    bench = load_benchmark(args.data)
+    stats = statistics(bench, DOMAINS)
+    stats["data"] = str(bench.root)
+    stats["official_release"] = bench.official
+    stats["data_fingerprint"] = bench.fingerprint
+    stats["reported"] = {"source": SOURCE, "evaluation": PAPER_CORPUS["evaluation"], "official_release_counts": OFFICIAL_RELEASE_COUNTS}
+    if args.json:
+        _print_json(stats)
+        return 0
+    keys = [
+        ("dialogues", "dialogues / items"),
+        ("dialogues_with_calls", "with >= 1 API call"),
+        ("user_turns", "user turns"),
+        ("ai_turns", "AI turns"),
+        ("gold_calls", "gold API calls"),
+        ("toolsearcher_calls", "of which ToolSearcher"),
+        ("api_call_samples", "API-call samples"),
+        ("duplicate_api_samples", "duplicate API-call samples"),
+        ("response_samples", "response samples"),
+        ("distinct_apis", "distinct APIs called"),
+        ("single_call_dialogues", "single-call dialogues"),
+        ("multi_call_dialogues", "multi-call dialogues"),
+    ]
+    rows = []
+    for key, label in keys:
+        row: list[Any] = [label]
+        for lv in ("1", "2", "3"):
+            ours = stats["levels"][lv].get(key, "")
+            official = OFFICIAL_RELEASE_COUNTS[lv].get(key)
+            row.append(f"{ours}" + (f" ({official})" if official is not None else ""))
+        rows.append(row)
+    print(f"Benchmark: {bench.root}{' (official release)' if bench.official else ''}")
+    print(_table(rows, ["per level: ours (official release)", "L1 Call", "L2 Retrieve+Call", "L3 Plan+Retrieve+Call"]))
+    t, p = stats["total"], PAPER_CORPUS["evaluation"]
+    total_rows = [
+        ["domains", t.get("domains", ""), p["domains"]],
+        ["distinct APIs called", t["distinct_apis"], p["apis"]],
+        ["dialogues", t["dialogues"], p["dialogues"]],
+        ["turns (user utterances)", t["turns"], p["turns"]],
+        ["average turns per dialogue", t["avg_turns_per_dialogue"], p["avg_turns_per_dialogue"]],
+        ["gold API calls", t["gold_calls"], p["api_calls"]],
+        ["single-call dialogues", t["single_call_dialogues"], p["single_call_instances"]],
+        ["multi-call dialogues", t["multi_call_dialogues"], p["multi_call_instances"]],
+    ]
+    print()
+    print(_table(total_rows, ["totals", "ours", "paper (reported)"]))
+    print(f"\nReported figures: {SOURCE}. Official-release counts: computed from the release with the original cutter.")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from apibank_lib.datasets import load_benchmark
+    from apibank_lib.protocols import replay
+
+    bench = load_benchmark(args.data)
+    levels = [args.level] if args.level else [1, 2, 3]
+    report = replay(bench, args.protocol, levels=levels, progress=None if args.json else _progress("replay"))
+    if args.json:
+        _print_json(report)
+        return 0
+    rows = []
+    for lv, r in report["levels"].items():
+        pct = 100.0 * r["correct"] / r["gold_calls"] if r["gold_calls"] else 0.0
+        rows.append([lv, r["gold_calls"], r["correct"], f"{pct:.1f}%", r["samples"], r["samples_correct"]])
+    print(f"Protocol {report['protocol']} on {report['data']}")
+    print(_table(rows, ["level", "gold calls", "judged correct", "rate", "API-call samples", "samples correct"]))
+    for lv, r in report["levels"].items():
+        for f in r["failures"]:
+            dup = " (duplicate sample)" if f["duplicate"] else ""
+            print(f"  L{lv} {f['dialogue']} #{f['sample_id']} {f['api_name']}{dup}: {f['category']}: {f['reason']}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from apibank_lib.datasets import load_benchmark
+    from apibank_lib.search import default_searcher
+    from apibank_lib.tools.registry import level3_toolset, level12_toolset
+
+    bench = load_benchmark(args.data)
+    toolset = level3_toolset().with_metadata(bench.metadata_l3) if args.level == 3 else level12_toolset().with_metadata(bench.metadata_l12)
+    ranked = default_searcher(toolset.searchable()).search(args.keywords, args.k)
+    if args.json:
+        _print_json([{"name": s.name, "score": round(score, 6), "description": s.description} for s, score in ranked])
+        return 0
+    print(_table([[i + 1, s.name, f"{score:.4f}", s.description] for i, (s, score) in enumerate(ranked)], ["rank", "API", "cosine", "description"]))
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    from apibank_lib.datasets import load_benchmark
+    from apibank_lib.protocols import Grader
+
+    bench = load_benchmark(args.data)
+    grader = Grader(bench, args.protocol)
+    box = grader.new_sandbox(args.level)
+    result = box.execute(args.call)
+    _print_json(result.to_dict())
+    return 0
+
+
+# --- wiring ---------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``apibank`` command."""
+    parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search and grading.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--data", default=None, help="benchmark root (default: the bundled benchmark; or an official API-Bank release)")
+        p.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+    p = sub.add_parser("stats", help="corpus statistics, with the paper's figures beside ours")
+    common(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("replay", help="judge every gold call as a prediction (the protocol's ceiling)")
+    common(p)
+    p.add_argument("--protocol", choices=["v2", "paper"], default="v2")
+    p.add_argument("--level", type=int, choices=[1, 2, 3], default=None)
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("search", help="rank APIs for keywords with the ToolSearcher's embedding search")
+    common(p)
+    p.add_argument("keywords")
+    p.add_argument("-k", type=int, default=5, help="how many APIs to list")
+    p.add_argument("--level", type=int, choices=[1, 3], default=1, help="search the level-1/2 (default) or level-3 tool set")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("call", help="execute one call such as \"[GetToday()]\" in a fresh sandbox and print its result")
+    common(p)
+    p.add_argument("call")
+    p.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="which tool set and databases (1 and 2 share one)")
+    p.add_argument("--protocol", choices=["v2", "paper"], default="v2", help="argument conversion rules")
+    p.set_defaults(func=cmd_call)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``apibank`` command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ApibankError as exc:
+        if getattr(args, "json", False):
+            _print_json({"error": type(exc).__name__, "message": str(exc)})
+        else:
+            print(f"apibank: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
