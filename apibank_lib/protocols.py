@@ -15,7 +15,8 @@ and the original checkers (a checker KeyError or AssertionError counts as wrong)
 parameters accepted), fresh state per sample *after replaying the sample's
 earlier gold calls* (state carries through the dialogue as when the gold was
 recorded, random identifiers adopted from the recording), corrected checkers,
-and ToolSearcher judged by the API it retrieves.
+ToolSearcher keywords with CamelCase words split into words, and ToolSearcher
+judged by the API it retrieves.
 """
 
 from __future__ import annotations
@@ -95,6 +96,20 @@ def _gold_name_and_result(sample: Sample) -> tuple[str, dict[str, Any]]:
     if not isinstance(gold, Turn) or gold.role != "API":
         raise ConfigError(f"sample {sample.key} is not an API-call sample")
     return str(gold.api_name), dict(gold.result or {})
+
+
+_CAMEL_WORD = re.compile(r"\b[A-Za-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
+
+
+def _split_camel_words(keywords: Any) -> Any:
+    """v2's keyword clean-up: CamelCase words become separate words (``QueryStock`` -> ``Query Stock``).
+
+    Models often search with an API-like name; the uncased embedding model reads
+    ``querystock`` as one unknown word. Other words are left exactly as written.
+    """
+    if not isinstance(keywords, str):
+        return keywords
+    return _CAMEL_WORD.sub(lambda m: re.sub(r"(?<!^)([A-Z])", r" \1", m.group(0)), keywords)
 
 
 def _split_capitals(keywords: Any) -> Any:
@@ -197,8 +212,11 @@ class Grader:
         if call.name != gold_name and not paper_l3:
             obs = Observation(found_call=True, name_matches=False)
             return Judgment(False, classify(obs), f"called {call.name}, expected {gold_name}", call, None, notes)
-        if paper_l3 and call.name == "ToolSearcher" and "keywords" in call.args:
-            call = ApiCall(call.name, {**call.args, "keywords": _split_capitals(call.args["keywords"])})
+        if call.name == "ToolSearcher" and "keywords" in call.args:
+            if paper_l3:
+                call = ApiCall(call.name, {**call.args, "keywords": _split_capitals(call.args["keywords"])})
+            elif self.protocol == "v2":
+                call = ApiCall(call.name, {**call.args, "keywords": _split_camel_words(call.args["keywords"])})
         box = self.sandbox_for(sample, notes)
         try:
             result = box.execute(call).to_dict()
