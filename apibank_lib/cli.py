@@ -144,6 +144,35 @@ def cmd_call(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from apibank_lib.validate import validate
+
+    problems = validate(args.data, min_uses=args.min_uses)
+    if args.json:
+        _print_json({"valid": not problems, "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in problems]})
+    else:
+        for p in problems:
+            print(p)
+        print("valid" if not problems else f"{len(problems)} problem(s)")
+    return 0 if not problems else 1
+
+
+def cmd_build_data(args: argparse.Namespace) -> int:
+    from apibank_lib.authoring import build, preview
+
+    if args.preview:
+        print(preview(args.preview, args.data))
+        return 0
+    report = build(args.src, args.data, check=args.check)
+    summary = {"dialogues": {str(k): v for k, v in sorted(report.dialogues.items())}, "level3_items": report.items, "files": len(report.files), "checked": args.check}
+    if args.json:
+        _print_json(summary)
+    else:
+        verb = "up to date" if args.check else "written"
+        print(f"{summary['files']} files {verb}: level-1 {report.dialogues.get(1, 0)}, level-2 {report.dialogues.get(2, 0)} dialogues, level-3 {report.items} items")
+    return 0
+
+
 # --- wiring ---------------------------------------------------------------------------------------
 
 
@@ -179,6 +208,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="which tool set and databases (1 and 2 share one)")
     p.add_argument("--protocol", choices=["v2", "paper"], default="v2", help="argument conversion rules")
     p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("validate", help="check a benchmark: files, gold calls, replay, duplicates, coverage, tokens, dates")
+    common(p)
+    p.add_argument("--min-uses", type=int, default=2, help="minimum uses of each level-1/2 tool")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("build-data", help="build the bundled benchmark from data/src, recording gold results with our tools")
+    common(p)
+    p.add_argument("--src", default=None, help="source folder (default: data/src)")
+    p.add_argument("--check", action="store_true", help="only verify that the built files are up to date")
+    p.add_argument("--preview", default=None, metavar="FILE", help="execute one source file and print every call's result")
+    p.set_defaults(func=cmd_build_data)
     return parser
 
 

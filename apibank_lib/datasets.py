@@ -108,7 +108,9 @@ def load_dialogue_file(path: str | Path, level: int) -> Dialogue:
             rec = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, i) from exc
-        turns.append(_turn_from_record(rec, path, i))
+        turn = _turn_from_record(rec, path, i)
+        turn.line = i
+        turns.append(turn)
     return Dialogue(path.stem, level, turns, str(path))
 
 

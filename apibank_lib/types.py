@@ -121,7 +121,8 @@ class Turn:
 
     For ``role == "API"``: ``api_name``, ``param_dict`` (the arguments as a model
     should write them; strings in the official data) and ``result`` (the recorded
-    envelope as a dict) are set; ``text`` is None.
+    envelope as a dict) are set; ``text`` is None. ``line`` is the record's line
+    in its file, when it was read from one.
     """
 
     role: Role
@@ -129,6 +130,7 @@ class Turn:
     api_name: str | None = None
     param_dict: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
+    line: int | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The official JSONL record."""
