@@ -183,7 +183,7 @@ def validate(path: str | Path | None = None, *, min_uses: int = 2, year: int = 2
             problems.append(Problem(str(root / "lv1-lv2-samples"), None, f"{name} is used {uses[name]} time(s) at levels 1-2 (at least {min_uses} wanted)"))
     uses3 = Counter(st.api_name for it in bench.level3 for st in it.steps)
     for name in grader.toolset3.tools:
-        if uses3[name] < 1:
+        if uses3[name] < min(1, min_uses):
             problems.append(Problem(loc.l3_path, None, f"level-3 API {name} is never used"))
 
     # 7-8: tokens and dates
