@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from apibank_lib.errors import ApibankError
+from apibank_lib.errors import ApibankError, ConfigError
 
 __all__ = ["main", "build_parser"]
 
@@ -173,6 +173,71 @@ def cmd_build_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from apibank_lib.runner import RunConfig, run
+    from apibank_lib.scoring import score_run
+
+    options: dict[str, Any] = {}
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--option expects key=value, got {item!r}")
+        options[key] = json.loads(value) if value[:1] in "0123456789-[{tf" and value not in ("tools",) else value
+    levels = tuple(args.level) if args.level else (1, 2, 3)
+    config = RunConfig(
+        model=args.model,
+        levels=levels,
+        protocol=args.protocol,
+        data=args.data,
+        limit=args.limit,
+        out=args.out,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        shots=args.shots,
+        max_tokens=args.max_tokens,
+        level3=args.level3,
+        max_steps=args.max_steps,
+        native_tools=args.native_tools,
+        retry_failed=args.retry_failed,
+        backend_options=options,
+    )
+    result = run(config, progress=not args.json)
+    metrics = score_run(result.path)
+    out = {"run": str(result.path), "requested": result.total, "skipped": result.skipped, "answered": result.answered, "failed": result.failed, "elapsed_s": round(result.elapsed_s, 2), "metrics": metrics}
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"run folder: {result.path}")
+        print(f"{result.answered} answered, {result.failed} failed, {result.skipped} already done, in {result.elapsed_s:.1f} s")
+        _print_metrics(metrics)
+    return 0
+
+
+def _print_metrics(metrics: dict[str, Any]) -> None:
+    rows = []
+    for lv, m in metrics["levels"].items():
+        acc = "" if m["api_accuracy"] is None else f"{100 * m['api_accuracy']:.2f}% ({m['api_correct']}/{m['api_samples']})"
+        rouge = "" if m["rouge_l"] is None else f"{m['rouge_l']:.4f} (n={m['response_samples']})"
+        ep = f"{100 * m['episode_success_rate']:.1f}% ({m['episodes_succeeded']}/{m['episodes']})" if "episodes" in m else ""
+        rows.append([lv, acc, rouge, ep, m["backend_errors"]])
+    o = metrics["overall"]
+    rows.append(["all", "" if o["api_accuracy"] is None else f"{100 * o['api_accuracy']:.2f}%", "" if o["rouge_l"] is None else f"{o['rouge_l']:.4f}", "", ""])
+    print(f"{metrics['model']} under protocol {metrics['protocol']}")
+    print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "episodes solved", "backend errors"]))
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from apibank_lib.scoring import score_run
+
+    results = [score_run(path) for path in args.runs]
+    if args.json:
+        _print_json(results if len(results) > 1 else results[0])
+    else:
+        for m in results:
+            _print_metrics(m)
+    return 0
+
+
 # --- wiring ---------------------------------------------------------------------------------------
 
 
@@ -220,6 +285,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="only verify that the built files are up to date")
     p.add_argument("--preview", default=None, metavar="FILE", help="execute one source file and print every call's result")
     p.set_defaults(func=cmd_build_data)
+
+    p = sub.add_parser("run", help="run a model over the benchmark into a resumable run folder, then score it")
+    common(p)
+    p.add_argument("--model", required=True, help="llamacpp:gemma-3-270m, openai:<model>@<base_url>, hf:<path>, oracle, no-call, heuristic")
+    p.add_argument("--level", type=int, choices=[1, 2, 3], action="append", help="repeat for several levels (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="at most N samples (level-3 episodes) per level")
+    p.add_argument("--out", default=None, help="run folder (default: runs/<model>-<protocol>-<settings hash>)")
+    p.add_argument("--protocol", choices=["v2", "paper"], default="v2")
+    p.add_argument("--concurrency", type=int, default=1, help="parallel requests (HTTP backends)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shots", type=int, choices=[0, 1], default=0, help="prepend one worked example (helps small base models)")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--level3", choices=["steps", "loop", "both"], default="steps", help="teacher-forced steps, agent episodes, or both")
+    p.add_argument("--max-steps", type=int, default=12, help="agent-loop step limit")
+    p.add_argument("--native-tools", action="store_true", help="native tool calling (openai backend, mode=tools)")
+    p.add_argument("--retry-failed", action="store_true", help="re-run samples whose backend call failed")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="backend option, e.g. mode=tools, timeout_s=60, adapter=path")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("score", help="score run folders (never queries a model)")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_score)
     return parser
 
 

@@ -35,7 +35,7 @@ from apibank_lib.tools.registry import level3_toolset, level12_toolset
 from apibank_lib.tools.toolset import ToolSet
 from apibank_lib.types import ApiCall, Level3Step, Sample, Turn
 
-__all__ = ["PROTOCOLS", "Judgment", "Grader", "gold_call_text", "replay"]
+__all__ = ["PROTOCOLS", "Judgment", "Grader", "gold_call_text", "prepare_search_call", "replay"]
 
 ProtocolName = Literal["paper", "v2"]
 PROTOCOLS: tuple[str, ...] = ("paper", "v2")
@@ -117,6 +117,22 @@ def _split_capitals(keywords: Any) -> Any:
     if not isinstance(keywords, str):
         return keywords
     return re.sub(r"([A-Z])", r" \1", keywords).strip()
+
+
+def prepare_search_call(call: ApiCall, protocol: str, level: int) -> ApiCall:
+    """Apply the protocol's rewrite of ToolSearcher keywords before execution.
+
+    ``paper`` at level 3: a space before every capital (the original level-3
+    evaluator's rewrite); ``v2``: CamelCase words split into words. Other calls
+    are returned unchanged.
+    """
+    if call.name != "ToolSearcher" or "keywords" not in call.args:
+        return call
+    if protocol == "paper" and level == 3:
+        return ApiCall(call.name, {**call.args, "keywords": _split_capitals(call.args["keywords"])})
+    if protocol == "v2":
+        return ApiCall(call.name, {**call.args, "keywords": _split_camel_words(call.args["keywords"])})
+    return call
 
 
 class Grader:
@@ -212,11 +228,7 @@ class Grader:
         if call.name != gold_name and not paper_l3:
             obs = Observation(found_call=True, name_matches=False)
             return Judgment(False, classify(obs), f"called {call.name}, expected {gold_name}", call, None, notes)
-        if call.name == "ToolSearcher" and "keywords" in call.args:
-            if paper_l3:
-                call = ApiCall(call.name, {**call.args, "keywords": _split_capitals(call.args["keywords"])})
-            elif self.protocol == "v2":
-                call = ApiCall(call.name, {**call.args, "keywords": _split_camel_words(call.args["keywords"])})
+        call = prepare_search_call(call, self.protocol, sample.level)
         box = self.sandbox_for(sample, notes)
         try:
             result = box.execute(call).to_dict()
@@ -228,7 +240,7 @@ class Grader:
                 missing_parameter=isinstance(exc, MissingParameterError),
             )
             return Judgment(False, classify(obs), str(exc), call, None, notes)
-        correct, crash, reason = self._check(box, gold_name, result, gold_result)
+        correct, crash, reason = self.check_result(box, gold_name, result, gold_result)
         name_ok = call.name == gold_name
         obs = Observation(
             found_call=True,
@@ -244,7 +256,7 @@ class Grader:
             reason = f"raised: {result['exception']}" if result.get("exception") is not None else "result differs from the gold"
         return Judgment(obs.correct, classify(obs), None if obs.correct else reason, call, result, notes)
 
-    def _check(self, box: Sandbox, gold_name: str, pred: dict[str, Any], gold: dict[str, Any]) -> tuple[bool, bool, str | None]:
+    def check_result(self, box: Sandbox, gold_name: str, pred: dict[str, Any], gold: dict[str, Any]) -> tuple[bool, bool, str | None]:
         """Apply the gold API's rule to copies of both envelopes: (correct, checker crashed, reason)."""
         tool = box.tool(gold_name)
         pred_c, gold_c = json_copy(pred), json_copy(gold)

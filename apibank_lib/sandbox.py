@@ -111,11 +111,20 @@ class Sandbox:
             self._tools[name] = inst
         return inst
 
-    def fingerprint(self) -> str:
-        """An order-insensitive hash of the whole episode state (databases and tool-instance state)."""
+    def fingerprint(self, outcome_only: bool = False) -> str:
+        """An order-insensitive hash of the episode state (databases and tool-instance state).
+
+        Args:
+            outcome_only: leave out instance state that tools mark as bookkeeping
+                rather than outcome (used to compare an agent's end state with the gold's).
+        """
         state = {
             "databases": {n: self.database(n) for n in sorted(self.toolset.mutable_databases) if n in self._pristine},
-            "tools": {n: t.state() for n, t in sorted(self._tools.items()) if t.state() is not None},
+            "tools": {
+                n: t.state()
+                for n, t in sorted(self._tools.items())
+                if t.state() is not None and (t.state_is_outcome or not outcome_only)
+            },
         }
         blob = json.dumps(_canonical(state), ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()

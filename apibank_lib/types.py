@@ -213,7 +213,8 @@ class Sample:
     """One evaluation sample cut out of a dialogue or level-3 item.
 
     Attributes:
-        kind: ``"api"`` (predict the next call) or ``"response"`` (predict the AI reply).
+        kind: ``"api"`` (predict the next call), ``"response"`` (predict the AI reply)
+            or ``"episode"`` (a whole level-3 agent episode; ``gold`` is the Level3Item).
         level: 1, 2 or 3.
         dialogue_id: the dialogue file stem, or the level-3 item index as a string.
         sample_id: the index of the original cutter (``2k`` / ``2k+1`` at levels 1-2,
@@ -228,7 +229,7 @@ class Sample:
         requirement: the level-3 requirement (level 3 only).
     """
 
-    kind: Literal["api", "response"]
+    kind: Literal["api", "response", "episode"]
     level: int
     dialogue_id: str
     sample_id: int

@@ -68,6 +68,8 @@ class Tool:
         searchable: whether ToolSearcher may return this API.
         read_only: the call changes no state at all (neither a database nor the
             instance), so replaying it to rebuild a dialogue's state can be skipped.
+        state_is_outcome: whether the instance state counts as an outcome of the
+            episode (False for bookkeeping that only reproduces a quirk).
     """
 
     name: ClassVar[str]
@@ -80,6 +82,7 @@ class Tool:
     aliases: ClassVar[dict[str, str]] = {}
     searchable: ClassVar[bool] = True
     read_only: ClassVar[bool] = False
+    state_is_outcome: ClassVar[bool] = True
 
     def __init__(self, db: Any = None, env: ToolEnv | None = None) -> None:
         self.db = db

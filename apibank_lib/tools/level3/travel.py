@@ -44,6 +44,7 @@ class FlightSearch(Tool):
     }
     output_parameters = {"flights": Param("list", "The matching flights with departure and arrival times.")}
     database_name = "Lv3Flights"
+    state_is_outcome = False  # which records were returned is quirk bookkeeping, not an outcome
 
     def __init__(self, db: Any = None, env: Any = None) -> None:
         super().__init__(db, env)
@@ -102,6 +103,7 @@ class HotelAvailability(Tool):
     }
     output_parameters = {"hotels": Param("list", "The available hotels with the dates they have rooms.")}
     database_name = "Lv3Hotels"
+    state_is_outcome = False  # which records were returned is quirk bookkeeping, not an outcome
 
     def __init__(self, db: Any = None, env: Any = None) -> None:
         super().__init__(db, env)

