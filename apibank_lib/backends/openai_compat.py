@@ -60,6 +60,9 @@ class OpenAIBackend:
         max_retries: retries after the first attempt.
         backoff_s: first backoff; doubles each retry (capped at 30 s).
         temperature: 0 for greedy decoding.
+        tool_choice: in ``tools`` mode: ``auto`` (the model decides), ``required``,
+            or an API name to force (servers that constrain arguments with a
+            grammar can be slow when left to decide).
     """
 
     concurrent = True
@@ -74,6 +77,7 @@ class OpenAIBackend:
         max_retries: int = 4,
         backoff_s: float = 0.5,
         temperature: float = 0.0,
+        tool_choice: str = "auto",
     ) -> None:
         if mode not in ("prompt", "tools", "completion"):
             raise ConfigError(f"mode must be prompt, tools or completion, not {mode!r}")
@@ -82,6 +86,7 @@ class OpenAIBackend:
         self.name = f"openai:{model}@{base_url}"
         self.model, self.base_url, self.mode = model, base_url.rstrip("/"), mode
         self.timeout_s, self.max_retries, self.backoff_s, self.temperature = timeout_s, max_retries, backoff_s, temperature
+        self.tool_choice = tool_choice
         key = os.environ.get("APIBANK_API_KEY") or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
@@ -95,6 +100,7 @@ class OpenAIBackend:
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
             "temperature": self.temperature,
+            "tool_choice": self.tool_choice,
         }
 
     def _post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -124,11 +130,15 @@ class OpenAIBackend:
             calls: list[ApiCall] = []
         else:
             body = {"model": self.model, "messages": request.prompt.messages, "max_tokens": request.max_tokens, "temperature": self.temperature}
-            if request.stop and self.mode == "prompt":
+            use_tools = (self.mode == "tools" or request.native_tools) and request.kind != "response" and bool(request.prompt.tools)
+            if request.stop and not use_tools:
                 body["stop"] = request.stop
-            if self.mode == "tools" and request.kind != "response" and request.prompt.tools:
+            if use_tools:
                 body["tools"] = [tool_json_schema(s) for s in request.prompt.tools]
-                body["tool_choice"] = "auto"
+                if self.tool_choice in ("auto", "required", "none"):
+                    body["tool_choice"] = self.tool_choice
+                else:
+                    body["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
             data, attempts = self._post("/chat/completions", body)
             message = data["choices"][0].get("message") or {}
             text = message.get("content") or ""

@@ -1,0 +1,213 @@
+"""Backends against real parts: the embedded Gemma model, and llama.cpp's OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from apibank_lib.backends import BackendError, Request, load_backend
+from apibank_lib.backends.llamacpp import packaged_gemma_path
+from apibank_lib.backends.openai_compat import OpenAIBackend, tool_json_schema
+from apibank_lib.datasets import Benchmark, load_benchmark
+from apibank_lib.errors import ConfigError
+from apibank_lib.prompts import Prompt, build_prompt
+from apibank_lib.runner import RunConfig, read_predictions, run
+from apibank_lib.tools.registry import level12_toolset
+from apibank_lib.types import ApiCall
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def bench() -> Benchmark:
+    return load_benchmark()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """llama.cpp's OpenAI-compatible server with the packaged Gemma model, on a loopback port."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_gemma_path()), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--chat_format", "chatml-function-calling"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if httpx.get(base + "/models", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("llama.cpp server did not start")
+    yield base
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_prompt_mode_against_the_real_server(server: str, bench: Benchmark) -> None:
+    sample = bench.samples(1, "api")[0]
+    prompt = build_prompt(sample, bench, level12_toolset())
+    backend = load_backend(f"openai:gemma@{server}", timeout_s=120)
+    comp = backend.complete(Request(prompt, "api", sample, max_tokens=16, stop=["\n"]))
+    assert isinstance(comp.text, str)
+    assert comp.prompt_tokens and comp.prompt_tokens > 100
+    assert comp.completion_tokens is not None and comp.completion_tokens <= 16
+    assert comp.latency_s > 0 and comp.attempts == 1
+
+
+def test_completion_mode_against_the_real_server(server: str, bench: Benchmark) -> None:
+    sample = bench.samples(1, "api")[0]
+    prompt = build_prompt(sample, bench, level12_toolset())
+    backend = OpenAIBackend("gemma", server, mode="completion", timeout_s=120)
+    a = backend.complete(Request(prompt, "api", sample, max_tokens=12, stop=["\n"]))
+    b = backend.complete(Request(prompt, "api", sample, max_tokens=12, stop=["\n"]))
+    assert a.text == b.text  # greedy decoding is deterministic
+    assert a.completion_tokens is not None and a.completion_tokens <= 12
+
+
+def test_native_tool_calling_maps_tool_calls_back(server: str) -> None:
+    schema = level12_toolset().schema("GetToday")
+    prompt = Prompt([{"role": "user", "content": "What is the date today?"}], "What is the date today?", [schema])
+    # llama.cpp constrains forced arguments with a grammar; a tool without arguments keeps the request short.
+    backend = OpenAIBackend("gemma", server, mode="tools", tool_choice="GetToday", timeout_s=120)
+    comp = backend.complete(Request(prompt, "api", max_tokens=16))
+    assert comp.tool_calls == [ApiCall("GetToday", {})]
+
+
+def test_runner_against_the_real_server_with_concurrency(server: str, bench: Benchmark, tmp_path: Path) -> None:
+    config = RunConfig(f"openai:gemma@{server}", levels=(1,), limit=4, out=str(tmp_path / "srv"), concurrency=2, max_tokens=12, backend_options={"timeout_s": 120})
+    result = run(config, bench=bench, progress=False)
+    assert result.answered == 4 and result.failed == 0
+    recs = read_predictions(tmp_path / "srv" / "predictions.jsonl")
+    assert all(r["prompt_tokens"] for r in recs.values() if not r.get("reused"))
+
+
+def test_tool_schema_conversion() -> None:
+    schema = tool_json_schema(level12_toolset().schema("AddMeeting"))
+    params = schema["function"]["parameters"]
+    assert params["properties"]["attendees"] == {"type": "array", "description": params["properties"]["attendees"]["description"], "items": {"type": "string"}}
+    assert "token" in params["required"] and schema["function"]["name"] == "AddMeeting"
+    book = tool_json_schema(level12_toolset().schema("BookHotel"))["function"]["parameters"]["properties"]
+    assert book["room_count"]["type"] == "integer"
+
+
+# --- retries, against a real HTTP stub on loopback -------------------------------------------------
+
+
+class _Flaky(http.server.BaseHTTPRequestHandler):
+    plan: list[int] = []
+    seen = 0
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        type(self).seen += 1
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        status = self.plan.pop(0) if self.plan else 200
+        if status == 0:
+            time.sleep(1.5)  # longer than the client timeout
+            status = 200
+        body = {"choices": [{"message": {"content": "[GetToday()]"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+        payload = json.dumps(body if status == 200 else {"error": "busy"}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky() -> Iterator[str]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    _Flaky.seen = 0
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+
+
+def _req() -> Request:
+    return Request(Prompt([{"role": "user", "content": "hi"}], "hi"), "api", max_tokens=4)
+
+
+def test_retries_with_backoff_on_429_and_5xx(flaky: str) -> None:
+    _Flaky.plan = [429, 503]
+    comp = OpenAIBackend("m", flaky, backoff_s=0.01).complete(_req())
+    assert comp.text == "[GetToday()]" and comp.attempts == 3 and _Flaky.seen == 3
+
+
+def test_timeouts_are_retried_then_reported(flaky: str) -> None:
+    _Flaky.plan = [0, 0, 0]
+    with pytest.raises(BackendError, match="after 3 attempt"):
+        OpenAIBackend("m", flaky, timeout_s=0.3, max_retries=2, backoff_s=0.01).complete(_req())
+
+
+def test_client_errors_are_not_retried(flaky: str) -> None:
+    _Flaky.plan = [400]
+    with pytest.raises(BackendError, match="HTTP 400"):
+        OpenAIBackend("m", flaky, backoff_s=0.01).complete(_req())
+    assert _Flaky.seen == 1
+
+
+def test_backend_names_are_checked() -> None:
+    with pytest.raises(ConfigError, match="Did you mean 'oracle'"):
+        load_backend("oracel")
+    with pytest.raises(ConfigError, match="openai:<model>@<base_url>"):
+        load_backend("openai:gpt-x")
+
+
+# --- the embedded model ---------------------------------------------------------------------------
+
+
+def test_embedded_gemma_is_greedy_and_deterministic(bench: Benchmark) -> None:
+    backend = load_backend("llamacpp:gemma-3-270m", threads=2)
+    sample = bench.samples(1, "api")[1]
+    prompt = build_prompt(sample, bench, level12_toolset())
+    first = backend.complete(Request(prompt, "api", sample, max_tokens=24, stop=["\n"]))
+    second = backend.complete(Request(prompt, "api", sample, max_tokens=24, stop=["\n"]))
+    assert first.text == second.text and first.completion_tokens and first.completion_tokens <= 24
+    assert backend.info()["decoding"] == "greedy"
+
+
+def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "apibank_lib", "run", "--model", "llamacpp:gemma-3-270m", "--level", "1", "--limit", "20", "--out", str(out), "--json"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    pred = out / "predictions.jsonl"
+    deadline = time.time() + 240
+    while time.time() < deadline and (not pred.is_file() or pred.read_text().count("\n") < 5):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = len(read_predictions(pred))
+    assert 5 <= done_before < 20
+    finished = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    report = json.loads(finished.stdout)
+    assert report["skipped"] == done_before and report["answered"] == 20 - done_before
+    lines = pred.read_text().splitlines()
+    keys = [json.loads(line)["key"] for line in lines]
+    assert len(keys) == len(set(keys)) == 20
+    assert report["metrics"]["levels"]["1"]["api_samples"] + report["metrics"]["levels"]["1"]["response_samples"] == 20
