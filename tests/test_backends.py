@@ -211,3 +211,17 @@ def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path: Path)
     keys = [json.loads(line)["key"] for line in lines]
     assert len(keys) == len(set(keys)) == 20
     assert report["metrics"]["levels"]["1"]["api_samples"] + report["metrics"]["levels"]["1"]["response_samples"] == 20
+
+
+def test_transformers_backend_loads_the_gguf_and_caches_the_conversion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
+    from apibank_lib.backends.transformers_backend import TransformersBackend
+
+    first = TransformersBackend("gemma-3-270m", threads=2)
+    prompt = Prompt([], "The capital of France is", [])
+    a = first.complete(Request(prompt, "api", max_tokens=6))
+    assert list((tmp_path / "hf-from-gguf").glob("*/config.json"))  # converted once, saved
+    again = TransformersBackend("gemma-3-270m", threads=2)
+    assert again.load_s < first.load_s
+    assert again.complete(Request(prompt, "api", max_tokens=6)).text == a.text
+    assert a.completion_tokens is not None and a.completion_tokens <= 6
