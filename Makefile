@@ -18,10 +18,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[all]'
 	touch $(STAMP)
 
+# The bundled benchmark: statistics beside the paper's, validation, the gold replay under both
+# protocols, the reference backends over everything and the embedded model over a sized-down subset.
+GEMMA_LIMIT ?= 40
+
 reproduce: setup
 	$(BIN)/apibank stats
+	$(BIN)/apibank validate
 	$(BIN)/apibank replay --protocol v2
 	$(BIN)/apibank replay --protocol paper
+	$(BIN)/apibank run --model oracle --level3 both
+	$(BIN)/apibank run --model no-call --level3 both
+	$(BIN)/apibank run --model heuristic --level3 both
+	$(BIN)/apibank run --model llamacpp:gemma-3-270m --limit $(GEMMA_LIMIT) --level3 both --max-steps 8
 
 test: setup
 	$(BIN)/pytest -q
@@ -32,6 +41,7 @@ test-fast: setup
 benchmarks: setup
 	$(BIN)/python benchmarks/replay_speed.py
 	$(BIN)/python benchmarks/search_latency.py
+	$(BIN)/python benchmarks/runner_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

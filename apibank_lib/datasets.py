@@ -52,7 +52,7 @@ __all__ = [
 
 LEVEL_DIRS = {1: "lv1-lv2-samples/level-1-given-desc", 2: "lv1-lv2-samples/level-2-toolsearcher"}
 LEVEL3_CANDIDATES = ("test-data/level-3.json", "test_data/level-3.json", "json_test_data/level-3.json")
-TEST_DATA_FILES = ("level-1-api", "level-1-response", "level-2-api", "level-2-response")
+TEST_DATA_FILES = ("level-1-api", "level-1-response", "level-2-api", "level-2-response", "level-3-batch-inf", "level-3-batch-inf-response")
 
 
 def default_data_root() -> Path:

@@ -45,6 +45,11 @@ def load_causal_lm(model: str) -> tuple[Any, Any, str]:
             return AutoModelForCausalLM.from_pretrained(converted, torch_dtype=torch.float32), AutoTokenizer.from_pretrained(converted), str(path)
         tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
         lm = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, torch_dtype=torch.float32)
+        # The weights are already dequantised to float32; forget the GGUF origin so they can be saved.
+        lm.hf_quantizer = None
+        lm.is_quantized = False
+        if hasattr(lm.config, "quantization_config"):
+            del lm.config.quantization_config
         try:
             converted.mkdir(parents=True, exist_ok=True)
             lm.save_pretrained(converted)
