@@ -18,7 +18,7 @@ from typing import Any
 
 from apibank_lib.backends.base import Completion, Request
 from apibank_lib.calls import format_call, format_call_paper
-from apibank_lib.types import ApiCall, Level3Item, Level3Step, Sample, ToolSchema, Turn
+from apibank_lib.types import ApiCall, Level3Item, Level3Step, ToolSchema, Turn
 
 __all__ = ["OracleBackend", "NoCallBackend", "HeuristicBackend"]
 
@@ -144,9 +144,7 @@ class HeuristicBackend:
         sample = request.sample
         if sample is None:
             raise ValueError("the heuristic baseline needs the sample")
-        history = list(sample.history)
-        if isinstance(sample.gold, Level3Item):  # agent loop: history arrives through the request's sample
-            history = list(sample.history)
+        history = list(sample.history)  # in the agent loop, the episode's steps so far
         outputs = _outputs(history)
         if request.kind == "response":
             last = outputs[-1] if outputs else ""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import jaccard, strptime_check
+from apibank_lib.tools.common import jaccard, require_same_api, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddAgenda", "DeleteAgenda", "ModifyAgenda", "QueryAgenda"]
@@ -83,8 +83,7 @@ class AddAgenda(Tool):
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        if pred["api_name"] != gold["api_name"]:
-            raise AssertionError("The API name is not correct.")
+        require_same_api(pred, gold)
         return _check_item(pred, gold)
 
 

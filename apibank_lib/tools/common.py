@@ -10,13 +10,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-__all__ = ["DT", "D", "strptime_check", "year_pad_normalise", "jaccard", "same_envelope", "envelope_equal_on"]
+__all__ = [
+    "DT",
+    "D",
+    "API_NAME_MESSAGE",
+    "strptime_check",
+    "year_pad_normalise",
+    "jaccard",
+    "same_envelope",
+    "envelope_equal_on",
+    "require_same_api",
+    "next_numeric_key",
+]
 
 DT = "%Y-%m-%d %H:%M:%S"
 """Date-time format used by most tools."""
 
 D = "%Y-%m-%d"
 """Date format used by hospital, hotel, stock and level-3 tools."""
+
+API_NAME_MESSAGE = "The API name is not correct."
+"""The original checkers' assertion message for an API-name mismatch."""
 
 
 def strptime_check(value: Any, fmt: str = DT) -> datetime:
@@ -63,3 +77,14 @@ def same_envelope(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
 def envelope_equal_on(pred: dict[str, Any], gold: dict[str, Any], keys: tuple[str, ...]) -> bool:
     """True when the listed top-level envelope fields are equal."""
     return all(pred[k] == gold[k] for k in keys)
+
+
+def require_same_api(pred: dict[str, Any], gold: dict[str, Any]) -> None:
+    """The original checkers' API-name assertion (the protocols count the AssertionError as "incorrect")."""
+    if pred["api_name"] != gold["api_name"]:
+        raise AssertionError(API_NAME_MESSAGE)
+
+
+def next_numeric_key(db: dict[Any, Any]) -> str:
+    """The original's id for a new record: the largest numeric key plus one, as text ("0" when empty)."""
+    return str(max(int(k) for k in db) + 1) if db else "0"

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import jaccard, strptime_check
+from apibank_lib.tools.common import jaccard, next_numeric_key, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddMeeting", "DeleteMeeting", "ModifyMeeting", "QueryMeeting"]
@@ -109,7 +109,7 @@ class AddMeeting(Tool):
         strptime_check(end_time)
         if meeting_topic.strip() == "":
             raise Exception("Meeting Topic should not be null")
-        key = str(max(int(k) for k in self.db) + 1) if self.db else "0"
+        key = next_numeric_key(self.db)
         username = self.username_for(token)
         self.db[key] = {
             "username": username,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import jaccard, strptime_check
+from apibank_lib.tools.common import jaccard, next_numeric_key, require_same_api, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddReminder", "DeleteReminder", "ModifyReminder", "QueryReminder"]
@@ -60,12 +60,6 @@ def _check_reminder(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
     )
 
 
-def _require_same_api(pred: dict[str, Any], gold: dict[str, Any]) -> None:
-    """The original's api_name assertion (an AssertionError counts as "incorrect")."""
-    if pred["api_name"] != gold["api_name"]:
-        raise AssertionError("The API name is not correct.")
-
-
 class AddReminder(Tool):
     """Add a reminder for the token's user."""
 
@@ -82,13 +76,13 @@ class AddReminder(Tool):
 
     def run(self, token: Any, content: Any, time: Any) -> Any:
         _validate(content, time)
-        key = str(max(int(k) for k in self.db) + 1) if self.db else "0"
+        key = next_numeric_key(self.db)
         username = self.username_for(token)
         self.db[key] = {"username": username, "content": content, "time": time}
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        _require_same_api(pred, gold)
+        require_same_api(pred, gold)
         return _check_reminder(pred, gold)
 
 
@@ -150,7 +144,7 @@ class ModifyReminder(Tool):
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        _require_same_api(pred, gold)
+        require_same_api(pred, gold)
         return _check_reminder(pred, gold)
 
 

@@ -11,18 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.tools.common import same_envelope
+from apibank_lib.tools.common import API_NAME_MESSAGE, require_same_api, same_envelope
 
 __all__ = ["API_NAME_MESSAGE", "require_same_api", "same_api_and_envelope"]
-
-API_NAME_MESSAGE = "The API name is not correct."
-"""The original assertion message for an API-name mismatch."""
-
-
-def require_same_api(pred: dict[str, Any], gold: dict[str, Any]) -> None:
-    """Raise the original AssertionError when the envelopes name different APIs."""
-    if pred["api_name"] != gold["api_name"]:
-        raise AssertionError(API_NAME_MESSAGE)
 
 
 def same_api_and_envelope(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
