@@ -225,3 +225,21 @@ def test_transformers_backend_loads_the_gguf_and_caches_the_conversion(tmp_path:
     assert again.load_s < first.load_s
     assert again.complete(Request(prompt, "api", max_tokens=6)).text == a.text
     assert a.completion_tokens is not None and a.completion_tokens <= 6
+
+
+def test_transformers_backend_applies_a_lora_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APIBANK_CACHE", str(tmp_path / "cache"))
+    from peft import LoraConfig, get_peft_model
+
+    from apibank_lib.backends.transformers_backend import TransformersBackend, load_causal_lm
+
+    lm, _, _ = load_causal_lm("gemma-3-270m")
+    # A freshly initialised LoRA adapter (B = 0) leaves the model's function unchanged.
+    peft_model = get_peft_model(lm, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    peft_model.save_pretrained(tmp_path / "adapter")
+    prompt = Prompt([], "Two plus two is", [])
+    plain = TransformersBackend("gemma-3-270m", threads=2).complete(Request(prompt, "api", max_tokens=5)).text
+    adapted = TransformersBackend("gemma-3-270m", adapter=str(tmp_path / "adapter"), threads=2)
+    assert adapted.info()["adapter"] == str(tmp_path / "adapter")
+    assert adapted.name.endswith("+" + str(tmp_path / "adapter"))
+    assert adapted.complete(Request(prompt, "api", max_tokens=5)).text == plain
