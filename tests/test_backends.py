@@ -213,7 +213,14 @@ def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path: Path)
     assert report["metrics"]["levels"]["1"]["api_samples"] + report["metrics"]["levels"]["1"]["response_samples"] == 20
 
 
-def test_transformers_backend_loads_the_gguf_and_caches_the_conversion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def hf_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the transformers tests: the GGUF is converted once (about 40 s)."""
+    return tmp_path_factory.mktemp("hf-cache")
+
+
+def test_transformers_backend_loads_the_gguf_and_caches_the_conversion(hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path = hf_cache
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
     from apibank_lib.backends.transformers_backend import TransformersBackend
 
@@ -227,8 +234,8 @@ def test_transformers_backend_loads_the_gguf_and_caches_the_conversion(tmp_path:
     assert a.completion_tokens is not None and a.completion_tokens <= 6
 
 
-def test_transformers_backend_applies_a_lora_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("APIBANK_CACHE", str(tmp_path / "cache"))
+def test_transformers_backend_applies_a_lora_adapter(hf_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APIBANK_CACHE", str(hf_cache))
     from peft import LoraConfig, get_peft_model
 
     from apibank_lib.backends.transformers_backend import TransformersBackend, load_causal_lm
