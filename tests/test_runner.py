@@ -125,3 +125,15 @@ def test_rouge_l_follows_the_rouge_package() -> None:
     assert rouge_l("...", "a reference") == 0.0  # the package raises; the original crashed here
     assert rouge_l("", "a reference") == 0.0
     assert rouge_l("Hello, world", "Hello world") < 1.0  # case and punctuation stay attached
+
+
+def test_oracle_under_paper_matches_the_paper_replay(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.protocols import replay
+
+    result = run(RunConfig("oracle", protocol="paper", tasks=("api",), out=str(tmp_path / "paper")), bench=bench, progress=False)
+    metrics = score_run(result.path, bench=bench)
+    report = replay(bench, "paper")
+    for lv in ("1", "2", "3"):
+        assert metrics["levels"][lv]["api_correct"] == report["levels"][lv]["samples_correct"]
+        assert metrics["levels"][lv]["api_samples"] == report["levels"][lv]["samples"]
+    assert metrics["levels"]["1"]["api_accuracy"] < 1.0  # the original's known false negatives
