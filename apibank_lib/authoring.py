@@ -162,56 +162,57 @@ def load_sources(root: str | Path | None = None) -> tuple[list[SourceDialogue], 
     return dialogues, items
 
 
-def _record_dialogue(d: SourceDialogue, box: Sandbox) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    pending_search: tuple[list[str], str] | None = None
-    for j, (role, text) in enumerate(d.turns):
-        where = f"{d.source}: {d.id}, turn {j + 1}"
-        if role == "user":
-            records.append({"role": "User", "text": text})
-            continue
-        if role == "ai":
-            records.append({"role": "AI", "text": text})
-            continue
+class _GoldRunner:
+    """Executes one dialogue's (or item's) gold calls in order and checks each search retrieved the next API.
+
+    Args:
+        box: the episode's sandbox (state carries from call to call).
+        exempt: APIs that may come between a search and the API it found
+            (at levels 1-2, the login that a token-taking API needs).
+    """
+
+    def __init__(self, box: Sandbox, exempt: tuple[str, ...]) -> None:
+        self.box, self.exempt = box, exempt
+        self.pending: tuple[list[str], str] | None = None
+
+    def run(self, text: str, where: str) -> tuple[ApiCall, dict[str, Any], dict[str, str]]:
+        """(call, recorded result, arguments as text) for one gold call; DataError if it cannot be gold."""
         call = _parse_call(text, where)
-        if pending_search and call.name not in ("ToolSearcher", "GetUserToken"):
-            names, kw = pending_search
+        if self.pending and call.name not in self.exempt:
+            names, kw = self.pending
             if call.name not in names:
                 raise DataError(f"{where}: ToolSearcher(keywords={kw!r}) retrieved {names}, but the next call is {call.name}")
-            pending_search = None
+            self.pending = None
         try:
-            result = box.execute(call).to_dict()
+            result = self.box.execute(call).to_dict()
         except CallError as exc:
             raise DataError(f"{where}: {exc}") from exc
         if result["exception"] is not None:
             raise DataError(f"{where}: the gold call {call.name} raised: {result['exception']}")
         if call.name == "ToolSearcher":
-            pending_search = (retrieved_names(result["output"]), str(call.args.get("keywords")))
-        params = {k: render_param(v) for k, v in call.args.items()}
+            self.pending = (retrieved_names(result["output"]), str(call.args.get("keywords")))
+        return call, result, {k: render_param(v) for k, v in call.args.items()}
+
+
+def _record_dialogue(d: SourceDialogue, box: Sandbox) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    gold = _GoldRunner(box, exempt=("ToolSearcher", "GetUserToken"))
+    for j, (role, text) in enumerate(d.turns):
+        if role in ("user", "ai"):
+            records.append({"role": "User" if role == "user" else "AI", "text": text})
+            continue
+        call, result, params = gold.run(text, f"{d.source}: {d.id}, turn {j + 1}")
         records.append({"role": "API", "api_name": call.name, "param_dict": params, "result": result})
     return records
 
 
 def _record_item(item: SourceItem, box: Sandbox) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
-    pending: tuple[list[str], str] | None = None
+    gold = _GoldRunner(box, exempt=("ToolSearcher",))
     for j, text in enumerate(item.steps):
         where = f"{item.source}: item {item.index} ({item.requirement[:40]!r}), step {j + 1}"
-        call = _parse_call(text, where)
-        if pending and call.name != "ToolSearcher":
-            names, kw = pending
-            if call.name not in names:
-                raise DataError(f"{where}: ToolSearcher(keywords={kw!r}) retrieved {names}, but the next call is {call.name}")
-            pending = None
-        try:
-            result = box.execute(call).to_dict()
-        except CallError as exc:
-            raise DataError(f"{where}: {exc}") from exc
-        if result["exception"] is not None:
-            raise DataError(f"{where}: the gold call {call.name} raised: {result['exception']}")
-        if call.name == "ToolSearcher":
-            pending = (retrieved_names(result["output"]), str(call.args.get("keywords")))
-        steps.append({"api_name": call.name, "input": {k: render_param(v) for k, v in call.args.items()}, "output": result})
+        call, result, params = gold.run(text, where)
+        steps.append({"api_name": call.name, "input": params, "output": result})
     return {"requirement": item.requirement, "response": item.response, "apis": steps}
 
 

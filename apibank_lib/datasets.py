@@ -40,6 +40,7 @@ __all__ = [
     "load_benchmark",
     "default_data_root",
     "is_official_release",
+    "level3_path",
     "load_dialogue_file",
     "load_dialogues",
     "load_level3",
@@ -319,7 +320,8 @@ class Benchmark:
         return h.hexdigest()[:16]
 
 
-def _level3_path(root: Path) -> Path | None:
+def level3_path(root: Path) -> Path | None:
+    """The level-3 items file of a data root (the releases name its folder differently), or None."""
     for rel in LEVEL3_CANDIDATES:
         if (root / rel).is_file():
             return root / rel
@@ -341,7 +343,7 @@ def load_benchmark(path: str | Path | None = None) -> Benchmark:
     official = is_official_release(root)
     level1 = load_dialogues(root / LEVEL_DIRS[1], 1)
     level2 = load_dialogues(root / LEVEL_DIRS[2], 2) if (root / LEVEL_DIRS[2]).is_dir() else []
-    l3_path = _level3_path(root)
+    l3_path = level3_path(root)
     level3 = load_level3(l3_path) if l3_path else []
     databases = load_databases(root / "init_database")
     files = sorted((root / LEVEL_DIRS[1]).glob("*.jsonl")) + sorted((root / "init_database").glob("*.json"))

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.calls import format_call_paper, parse_calls
-from apibank_lib.datasets import Benchmark, default_data_root, load_benchmark, load_dialogues
+from apibank_lib.datasets import Benchmark, default_data_root, level3_path, load_benchmark, load_dialogues
 from apibank_lib.errors import ApibankError, CallError, DataError, ParseError
 from apibank_lib.protocols import Grader, gold_call_text
 from apibank_lib.tools.base import convert_arguments
@@ -66,7 +66,7 @@ class _Locator:
     def __init__(self, bench: Benchmark) -> None:
         self.bench = bench
         self.paths = {(d.level, d.id): d.path or d.id for lv in (1, 2) for d in bench.dialogues(lv)}
-        l3 = next((bench.root / rel for rel in ("test-data/level-3.json",) if (bench.root / rel).is_file()), None)
+        l3 = level3_path(bench.root)
         self.l3_path = str(l3) if l3 else "level-3.json"
         self.l3_lines = _item_lines(l3) if l3 else []
 
