@@ -1,3 +1,82 @@
-"""apibank_lib: the API-Bank tool-use benchmark, re-implemented as a small, fast library."""
+"""apibank_lib: the API-Bank tool-use benchmark, re-implemented as a small, fast library.
 
-__version__ = "0.1.0"
+The public API a notebook needs, in one import::
+
+    from apibank_lib import load_benchmark, Grader, V2, RunFolder
+
+    bench = load_benchmark()                 # or load_benchmark("/path/to/api-bank")
+    box = bench.sandbox(level=1)             # a fresh, isolated tool sandbox
+    box.execute("[GetToday()]")
+    df = RunFolder("runs/<folder>").to_frame()   # the judgments of a scored run
+"""
+
+from apibank_lib.version import __version__
+
+from apibank_lib.calls import format_call, parse_calls
+from apibank_lib.datasets import Benchmark, cut_samples, load_benchmark, statistics
+from apibank_lib.errors import ApibankError, BackendError, CallError, ConfigError, DataError, ParseError, ToolError, ToolFailure
+from apibank_lib.grading import EpisodeJudgment, Grader, Judgment, replay
+from apibank_lib.prompts import Prompt, build_prompt, target_text
+from apibank_lib.protocols import PAPER, PROTOCOLS, V2, GradingProtocol, StatePolicy, get_protocol
+from apibank_lib.runner import RunResult, RunStopped, run
+from apibank_lib.runs import JudgmentRecord, PredictionRecord, RunConfig, RunFolder
+from apibank_lib.sandbox import Sandbox
+from apibank_lib.scoring import score_run
+from apibank_lib.taxonomy import ErrorCategory
+from apibank_lib.types import ApiCall, ApiCallSample, ApiRecord, ApiResult, Context, Dialogue, Episode, Level3Item, ResponseSample, Utterance
+
+__all__ = [
+    "__version__",
+    # data
+    "load_benchmark",
+    "Benchmark",
+    "cut_samples",
+    "statistics",
+    "Dialogue",
+    "Utterance",
+    "ApiRecord",
+    "Level3Item",
+    "ApiCallSample",
+    "ResponseSample",
+    "Episode",
+    "Context",
+    # calls and the sandbox
+    "ApiCall",
+    "ApiResult",
+    "parse_calls",
+    "format_call",
+    "Sandbox",
+    # grading
+    "GradingProtocol",
+    "StatePolicy",
+    "PAPER",
+    "V2",
+    "PROTOCOLS",
+    "get_protocol",
+    "Grader",
+    "Judgment",
+    "EpisodeJudgment",
+    "replay",
+    "ErrorCategory",
+    # prompts, runs and scoring
+    "Prompt",
+    "build_prompt",
+    "target_text",
+    "RunConfig",
+    "run",
+    "RunResult",
+    "RunStopped",
+    "RunFolder",
+    "PredictionRecord",
+    "JudgmentRecord",
+    "score_run",
+    # errors
+    "ApibankError",
+    "ParseError",
+    "CallError",
+    "ConfigError",
+    "DataError",
+    "BackendError",
+    "ToolError",
+    "ToolFailure",
+]

@@ -33,16 +33,17 @@ import yaml
 
 from apibank_lib.calls import format_value, parse_calls
 from apibank_lib.databases import load_databases
-from apibank_lib.errors import CallError, DataError, ParseError
+from apibank_lib.datasets import default_data_root
+from apibank_lib.errors import CallError, DataError, ParseError, ToolError
+from apibank_lib.formats.official import LEVEL_DIRS, dialogue_jsonl, level3_json
 from apibank_lib.sandbox import Sandbox
-from apibank_lib.tools.registry import level3_toolset, level12_toolset
+from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.tools.searcher import retrieved_names
-from apibank_lib.types import ApiCall
+from apibank_lib.types import ApiCall, ApiRecord, Level3Item, Turn, Utterance
 
 __all__ = ["SourceDialogue", "SourceItem", "load_sources", "build", "render_param", "default_source_root"]
 
 LEVEL_FOLDERS = {1: "level-1", 2: "level-2", 3: "level-3"}
-OUTPUT_DIRS = {1: "lv1-lv2-samples/level-1-given-desc", 2: "lv1-lv2-samples/level-2-toolsearcher"}
 
 
 def default_source_root() -> Path:
@@ -175,8 +176,8 @@ class _GoldRunner:
         self.box, self.exempt = box, exempt
         self.pending: tuple[list[str], str] | None = None
 
-    def run(self, text: str, where: str) -> tuple[ApiCall, dict[str, Any], dict[str, str]]:
-        """(call, recorded result, arguments as text) for one gold call; DataError if it cannot be gold."""
+    def run(self, text: str, where: str) -> ApiRecord:
+        """The gold record of one call (arguments as text, the result our tool returned); DataError if it cannot be gold."""
         call = _parse_call(text, where)
         if self.pending and call.name not in self.exempt:
             names, kw = self.pending
@@ -185,53 +186,44 @@ class _GoldRunner:
             self.pending = None
         try:
             result = self.box.execute(call).to_dict()
-        except CallError as exc:
+        except (CallError, ToolError) as exc:
             raise DataError(f"{where}: {exc}") from exc
         if result["exception"] is not None:
             raise DataError(f"{where}: the gold call {call.name} raised: {result['exception']}")
         if call.name == "ToolSearcher":
             self.pending = (retrieved_names(result["output"]), str(call.args.get("keywords")))
-        return call, result, {k: render_param(v) for k, v in call.args.items()}
+        return ApiRecord(call.name, {k: render_param(v) for k, v in call.args.items()}, result)
 
 
-def _record_dialogue(d: SourceDialogue, box: Sandbox) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
+def _record_dialogue(d: SourceDialogue, box: Sandbox) -> list[Turn]:
+    turns: list[Turn] = []
     gold = _GoldRunner(box, exempt=("ToolSearcher", "GetUserToken"))
     for j, (role, text) in enumerate(d.turns):
         if role in ("user", "ai"):
-            records.append({"role": "User" if role == "user" else "AI", "text": text})
-            continue
-        call, result, params = gold.run(text, f"{d.source}: {d.id}, turn {j + 1}")
-        records.append({"role": "API", "api_name": call.name, "param_dict": params, "result": result})
-    return records
+            turns.append(Utterance("User" if role == "user" else "AI", text))
+        else:
+            turns.append(gold.run(text, f"{d.source}: {d.id}, turn {j + 1}"))
+    return turns
 
 
-def _record_item(item: SourceItem, box: Sandbox) -> dict[str, Any]:
-    steps: list[dict[str, Any]] = []
+def _record_item(item: SourceItem, box: Sandbox) -> Level3Item:
     gold = _GoldRunner(box, exempt=("ToolSearcher",))
-    for j, text in enumerate(item.steps):
-        where = f"{item.source}: item {item.index} ({item.requirement[:40]!r}), step {j + 1}"
-        call, result, params = gold.run(text, where)
-        steps.append({"api_name": call.name, "input": params, "output": result})
-    return {"requirement": item.requirement, "response": item.response, "apis": steps}
+    steps = [
+        gold.run(text, f"{item.source}: item {item.index} ({item.requirement[:40]!r}), step {j + 1}")
+        for j, text in enumerate(item.steps)
+    ]
+    return Level3Item(item.index, item.requirement, item.response, steps)
 
 
-def record(dialogues: Iterable[SourceDialogue], items: Iterable[SourceItem], data_root: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
-    """Execute all gold calls and return (dialogue id -> records, level-3 items) without writing."""
+def record(dialogues: Iterable[SourceDialogue], items: Iterable[SourceItem], data_root: Path) -> tuple[dict[str, list[Turn]], list[Level3Item]]:
+    """Execute all gold calls and return (dialogue id -> turns, level-3 items) without writing."""
     dbs = load_databases(data_root / "init_database")
     if (data_root / "recordings").is_dir():
         dbs.update(load_databases(data_root / "recordings"))
     lv3 = load_databases(data_root / "lv3_database")
-    ts12, ts3 = level12_toolset(), level3_toolset()
-    out: dict[str, list[dict[str, Any]]] = {}
-    for d in dialogues:
-        out[d.id] = _record_dialogue(d, Sandbox(ts12, dbs, conversion="v2"))
-    built = [_record_item(it, Sandbox(ts3, lv3, conversion="v2")) for it in items]
+    out = {d.id: _record_dialogue(d, Sandbox(toolset_for_level(d.level), dbs)) for d in dialogues}
+    built = [_record_item(it, Sandbox(toolset_for_level(3), lv3)) for it in items]
     return out, built
-
-
-def _dump_jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
 def build(source_root: str | Path | None = None, data_root: str | Path | None = None, *, check: bool = False) -> BuildReport:
@@ -246,20 +238,18 @@ def build(source_root: str | Path | None = None, data_root: str | Path | None = 
     Returns:
         Counts and the files written (or checked).
     """
-    from apibank_lib.datasets import default_data_root
-
     data_root = Path(data_root) if data_root is not None else default_data_root()
     dialogues, items = load_sources(source_root)
     recorded, built_items = record(dialogues, items, data_root)
     report = BuildReport()
     wanted: dict[Path, str] = {}
     for d in dialogues:
-        wanted[data_root / OUTPUT_DIRS[d.level] / f"{d.id}.jsonl"] = _dump_jsonl(recorded[d.id])
+        wanted[data_root / LEVEL_DIRS[d.level] / f"{d.id}.jsonl"] = dialogue_jsonl(recorded[d.id])
         report.dialogues[d.level] = report.dialogues.get(d.level, 0) + 1
     if built_items:
-        wanted[data_root / "test-data" / "level-3.json"] = json.dumps(built_items, indent=1, ensure_ascii=False) + "\n"
+        wanted[data_root / "test-data" / "level-3.json"] = level3_json(built_items)
     report.items = len(built_items)
-    existing = {p for lv in (1, 2) for p in (data_root / OUTPUT_DIRS[lv]).glob("*.jsonl")}
+    existing = {p for lv in (1, 2) for p in (data_root / LEVEL_DIRS[lv]).glob("*.jsonl")}
     if check:
         stale = sorted(existing - set(wanted))
         differs = sorted(p for p, text in wanted.items() if not p.is_file() or p.read_text(encoding="utf-8") != text)
@@ -279,8 +269,6 @@ def build(source_root: str | Path | None = None, data_root: str | Path | None = 
 
 def preview(path: str | Path, data_root: str | Path | None = None) -> str:
     """Execute one source file and render its dialogues with every call's result (for authors)."""
-    from apibank_lib.datasets import default_data_root
-
     path = Path(path)
     data_root = Path(data_root) if data_root is not None else default_data_root()
     level = {v: k for k, v in LEVEL_FOLDERS.items()}.get(path.parent.name)
@@ -293,16 +281,16 @@ def preview(path: str | Path, data_root: str | Path | None = None) -> str:
     lines: list[str] = []
     for d in dialogues:
         lines.append(f"=== {d.id} (level {d.level})")
-        for rec in recorded[d.id]:
-            if rec["role"] == "API":
-                lines.append(f"  API  {rec['api_name']}({rec['param_dict']})")
-                lines.append(f"       -> {json.dumps(rec['result']['output'], ensure_ascii=False)}")
+        for turn in recorded[d.id]:
+            if isinstance(turn, ApiRecord):
+                lines.append(f"  API  {turn.api_name}({turn.args})")
+                lines.append(f"       -> {json.dumps(turn.output, ensure_ascii=False)}")
             else:
-                lines.append(f"  {rec['role']:<4} {rec['text']}")
+                lines.append(f"  {turn.role:<4} {turn.text}")
     for item in built:
-        lines.append(f"=== level 3: {item['requirement']}")
-        for st in item["apis"]:
-            lines.append(f"  {st['api_name']}({st['input']})")
-            lines.append(f"       -> {json.dumps(st['output']['output'], ensure_ascii=False)}")
-        lines.append(f"  response: {item['response']}")
+        lines.append(f"=== level 3: {item.requirement}")
+        for st in item.steps:
+            lines.append(f"  {st.api_name}({st.args})")
+            lines.append(f"       -> {json.dumps(st.output, ensure_ascii=False)}")
+        lines.append(f"  response: {item.response}")
     return "\n".join(lines)

@@ -1,19 +1,28 @@
 """The ``apibank`` command (also ``python -m apibank_lib``).
 
 Every command takes ``--json`` for machine-readable output and ``--data PATH``
-for another benchmark root (our bundled data by default, or an official
-API-Bank release).
+for another benchmark root (our bundled data by default, or the root of an
+official API-Bank release). Grading protocols are named here (``--protocol``)
+and turned into protocol objects at once.
+
+Failures print one line to standard error and exit non-zero, never a
+traceback: 2 for an error of the input or the settings, 1 for a model that
+cannot be reached, 130 for Ctrl-C (with what was saved and how to resume),
+3 for a bug of ours (``APIBANK_DEBUG=1`` shows its traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from apibank_lib.errors import ApibankError, ConfigError
+from apibank_lib.errors import ApibankError, BackendError, ConfigError
 
 __all__ = ["main", "build_parser"]
 
@@ -25,7 +34,7 @@ def _print_json(obj: Any) -> None:
 def _table(rows: list[list[Any]], header: list[str]) -> str:
     cells = [header] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -36,17 +45,21 @@ def _progress(desc: str):  # noqa: ANN202 - returns a wrapper usable as an itera
     return lambda it: tqdm(it, desc=desc, unit="call", file=sys.stderr, disable=None, leave=False)
 
 
+def _warn(message: str) -> None:
+    print(f"apibank: note: {message}", file=sys.stderr)
+
+
 # --- commands ------------------------------------------------------------------------------------
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from apibank_lib.datasets import load_benchmark, statistics
     from apibank_lib.reported import OFFICIAL_RELEASE_COUNTS, PAPER_CORPUS, SOURCE
-    from apibank_lib.tools.registry import DOMAINS
 
     bench = load_benchmark(args.data)
-    stats = statistics(bench, DOMAINS)
+    stats = statistics(bench)
     stats["data"] = str(bench.root)
+    stats["data_name"] = bench.name
     stats["official_release"] = bench.official
     stats["data_fingerprint"] = bench.fingerprint
     stats["reported"] = {"source": SOURCE, "evaluation": PAPER_CORPUS["evaluation"], "official_release_counts": OFFICIAL_RELEASE_COUNTS}
@@ -71,15 +84,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for key, label in keys:
         row: list[Any] = [label]
         for lv in ("1", "2", "3"):
-            ours = stats["levels"][lv].get(key, "")
+            measured = stats["levels"][lv].get(key, "")
             official = OFFICIAL_RELEASE_COUNTS[lv].get(key)
-            row.append(f"{ours}" + (f" ({official})" if official is not None else ""))
+            row.append(f"{measured}" + (f" ({official})" if official is not None else ""))
         rows.append(row)
+    label = f"{bench.name} data"
     print(f"Benchmark: {bench.root}{' (official release)' if bench.official else ''}")
-    print(_table(rows, ["per level: ours (official release)", "L1 Call", "L2 Retrieve+Call", "L3 Plan+Retrieve+Call"]))
+    print(_table(rows, [f"per level: {label} (official release, counted)", "L1 Call", "L2 Retrieve+Call", "L3 Plan+Retrieve+Call"]))
     t, p = stats["total"], PAPER_CORPUS["evaluation"]
     total_rows = [
-        ["domains", t.get("domains", ""), p["domains"]],
+        ["domains", t["domains"], p["domains"]],
         ["distinct APIs called", t["distinct_apis"], p["apis"]],
         ["dialogues", t["dialogues"], p["dialogues"]],
         ["turns (user utterances)", t["turns"], p["turns"]],
@@ -89,18 +103,33 @@ def cmd_stats(args: argparse.Namespace) -> int:
         ["multi-call dialogues", t["multi_call_dialogues"], p["multi_call_instances"]],
     ]
     print()
-    print(_table(total_rows, ["totals", "ours", "paper (reported)"]))
+    print(_table(total_rows, ["totals", f"{label} (measured)", "paper (reported)"]))
     print(f"\nReported figures: {SOURCE}. Official-release counts: computed from the release with the original cutter.")
     return 0
 
 
+def _failure_summary(levels: dict[str, Any]) -> list[list[Any]]:
+    """One row per (level, API, category): how many gold calls, and one reason as an example."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for lv, r in levels.items():
+        for f in r["failures"]:
+            groups[(lv, f["api_name"], str(f["category"]))].append(f)
+    rows = []
+    for (lv, api, category), fs in sorted(groups.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0][1])):
+        reason = str(fs[0]["reason"])
+        rows.append([lv, api, category, len(fs), reason if len(reason) <= 70 else reason[:67] + "..."])
+    return rows
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from apibank_lib.datasets import load_benchmark
-    from apibank_lib.protocols import replay
+    from apibank_lib.grading import replay
+    from apibank_lib.protocols import get_protocol
 
+    protocol = get_protocol(args.protocol)
     bench = load_benchmark(args.data)
     levels = [args.level] if args.level else [1, 2, 3]
-    report = replay(bench, args.protocol, levels=levels, progress=None if args.json else _progress("replay"))
+    report = replay(bench, protocol, levels=levels, progress=None if args.json else _progress("replay"))
     if args.json:
         _print_json(report)
         return 0
@@ -108,23 +137,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for lv, r in report["levels"].items():
         pct = 100.0 * r["correct"] / r["gold_calls"] if r["gold_calls"] else 0.0
         rows.append([lv, r["gold_calls"], r["correct"], f"{pct:.1f}%", r["samples"], r["samples_correct"]])
-    print(f"Protocol {report['protocol']} on {report['data']}")
+    print(f"Protocol {protocol.name} on {report['data']}")
     print(_table(rows, ["level", "gold calls", "judged correct", "rate", "API-call samples", "samples correct"]))
-    for lv, r in report["levels"].items():
-        for f in r["failures"]:
-            dup = " (duplicate sample)" if f["duplicate"] else ""
-            print(f"  L{lv} {f['dialogue']} #{f['sample_id']} {f['api_name']}{dup}: {f['category']}: {f['reason']}")
+    n_fail = sum(len(r["failures"]) for r in report["levels"].values())
+    if not n_fail:
+        return 0
+    print()
+    if args.verbose:
+        for lv, r in report["levels"].items():
+            for f in r["failures"]:
+                dup = " (duplicate sample)" if f["duplicate"] else ""
+                print(f"  L{lv} {f['dialogue']} #{f['sample_id']} {f['api_name']}{dup}: {f['category']}: {f['reason']}")
+    else:
+        print(_table(_failure_summary(report["levels"]), ["level", "API", "category", "samples", "first reason"]))
+        print(f"\n{n_fail} failed samples by API; --verbose lists each, --json gives everything.")
     return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from apibank_lib.datasets import load_benchmark
     from apibank_lib.search import default_searcher
-    from apibank_lib.tools.registry import level3_toolset, level12_toolset
 
+    if not args.keywords.strip():
+        raise ConfigError("give some keywords to search for, e.g. apibank search \"book a hotel room\"")
+    if args.k < 1:
+        raise ConfigError(f"-k must be at least 1, not {args.k}")
     bench = load_benchmark(args.data)
-    toolset = level3_toolset().with_metadata(bench.metadata_l3) if args.level == 3 else level12_toolset().with_metadata(bench.metadata_l12)
-    ranked = default_searcher(toolset.searchable()).search(args.keywords, args.k)
+    index = default_searcher(bench.toolset(args.level).searchable())
+    truncated = getattr(index.embedder, "truncates", None)
+    if truncated is not None and truncated(args.keywords):
+        _warn(f"the query is longer than the embedding model reads ({index.embedder.max_tokens} tokens); only its beginning is used")
+    ranked = index.search(args.keywords, args.k)
     if args.json:
         _print_json([{"name": s.name, "score": round(score, 6), "description": s.description} for s, score in ranked])
         return 0
@@ -134,27 +177,70 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_call(args: argparse.Namespace) -> int:
     from apibank_lib.datasets import load_benchmark
-    from apibank_lib.protocols import Grader
+    from apibank_lib.protocols import get_protocol
+
+    protocol = get_protocol(args.protocol)
+    bench = load_benchmark(args.data)
+    result = bench.sandbox(args.level, protocol).execute(args.call)
+    _print_json(result.to_dict())
+    return 0
+
+
+def cmd_apis(args: argparse.Namespace) -> int:
+    from apibank_lib.datasets import load_benchmark
 
     bench = load_benchmark(args.data)
-    grader = Grader(bench, args.protocol)
-    box = grader.new_sandbox(args.level)
-    result = box.execute(args.call)
-    _print_json(result.to_dict())
+    toolset = bench.toolset(args.level)
+    apis = []
+    for name, cls in toolset.tools.items():
+        schema = toolset.schema(name)
+        apis.append(
+            {
+                "name": name,
+                "domain": cls.domain,
+                "description": schema.description,
+                "input_parameters": {k: {"type": p.type, "required": p.required, "description": p.description} for k, p in schema.input_parameters.items()},
+                "output_parameters": {k: {"type": p.type, "description": p.description} for k, p in schema.output_parameters.items()},
+                "searchable": cls.searchable,
+            }
+        )
+    if args.json:
+        _print_json({"level": args.level, "toolset": toolset.name, "apis": apis})
+        return 0
+    rows = []
+    for a in apis:
+        params = ", ".join(f"{k}: {p['type']}" + ("" if p["required"] else " (optional)") for k, p in a["input_parameters"].items())
+        rows.append([a["name"], a["domain"], params or "-"])
+    print(f"{len(apis)} APIs of the {toolset.name} tool set (level {args.level}; {bench.name} data)")
+    print(_table(rows, ["API", "domain", "parameters"]))
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from apibank_lib.validate import validate
 
-    problems = validate(args.data, min_uses=args.min_uses)
+    report = validate(args.data, min_uses=args.min_uses)
     if args.json:
-        _print_json({"valid": not problems, "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in problems]})
+        _print_json(
+            {
+                "valid": report.valid,
+                "official_release": report.official,
+                "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in report.problems],
+                "data_defects": [{"path": p.path, "line": p.line, "message": p.message} for p in report.defects],
+            }
+        )
+        return 0 if report.valid else 1
+    for p in report.problems:
+        print(p)
+    if report.official:
+        for p in report.defects:
+            print(f"data defect: {p}")
+        what = "official release: format checked, gold calls replayed under v2"
+        defects = f"; {len(report.defects)} gold call(s) judged wrong under v2 (data defects of the release, listed above)" if report.defects else ""
+        print(("valid " if report.valid else f"{len(report.problems)} problem(s) in the ") + what + defects)
     else:
-        for p in problems:
-            print(p)
-        print("valid" if not problems else f"{len(problems)} problem(s)")
-    return 0 if not problems else 1
+        print("valid" if report.valid else f"{len(report.problems)} problem(s)")
+    return 0 if report.valid else 1
 
 
 def cmd_build_data(args: argparse.Namespace) -> int:
@@ -173,20 +259,25 @@ def cmd_build_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _options(items: list[str] | None) -> dict[str, str]:
+    """``KEY=VALUE`` pairs; values stay text here and are converted to the backend's declared types."""
+    options: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--option expects KEY=VALUE, got {item!r}")
+        options[key.strip()] = value
+    return options
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from apibank_lib.runner import RunConfig, run
+    from apibank_lib.runner import run
+    from apibank_lib.runs import RunConfig
     from apibank_lib.scoring import score_run
 
-    options: dict[str, Any] = {}
-    for item in args.option or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--option expects key=value, got {item!r}")
-        options[key] = json.loads(value) if value[:1] in "0123456789-[{tf" and value not in ("tools",) else value
-    levels = tuple(args.level) if args.level else (1, 2, 3)
     config = RunConfig(
         model=args.model,
-        levels=levels,
+        levels=tuple(args.level) if args.level else (1, 2, 3),
         protocol=args.protocol,
         data=args.data,
         limit=args.limit,
@@ -199,7 +290,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         native_tools=args.native_tools,
         retry_failed=args.retry_failed,
-        backend_options=options,
+        backend_options=_options(args.option),
     )
     result = run(config, progress=not args.json)
     metrics = score_run(result.path)
@@ -221,15 +312,23 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         ep = f"{100 * m['episode_success_rate']:.1f}% ({m['episodes_succeeded']}/{m['episodes']})" if "episodes" in m else ""
         rows.append([lv, acc, rouge, ep, m["backend_errors"]])
     o = metrics["overall"]
-    rows.append(["all", "" if o["api_accuracy"] is None else f"{100 * o['api_accuracy']:.2f}%", "" if o["rouge_l"] is None else f"{o['rouge_l']:.4f}", "", ""])
-    print(f"{metrics['model']} under protocol {metrics['protocol']}")
-    print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "episodes solved", "backend errors"]))
+    rows.append(["all", "" if o["api_accuracy"] is None else f"{100 * o['api_accuracy']:.2f}%", "" if o["rouge_l"] is None else f"{o['rouge_l']:.4f}", "", o["backend_errors"]])
+    cov = metrics["coverage"]
+    partial = " [PARTIAL]" if metrics["partial"] else ""
+    print(f"{metrics['model']} under protocol {metrics['protocol']}{partial}")
+    print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "episodes solved", "failed in the backend"]))
+    print(f"coverage: {cov['answered']} answered, {cov['failed']} failed, {cov['missing']} missing of {cov['expected']} expected", end="")
+    print(f"; {cov['lines_dropped']} unreadable line(s) left out" if cov["lines_dropped"] else "")
+    if cov["failed"]:
+        print(f"{cov['failed']} sample(s) got no answer from the backend and count as wrong; run the same command again with --retry-failed")
+    if cov["missing"]:
+        print("the run is incomplete: run the same `apibank run` command again to resume it")
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from apibank_lib.scoring import score_run
 
-    results = [score_run(path) for path in args.runs]
+    results = [score_run(path, data=args.data) for path in args.runs]
     if args.json:
         _print_json(results if len(results) > 1 else results[0])
     else:
@@ -243,7 +342,10 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``apibank`` command."""
-    parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search and grading.")
+    from apibank_lib.protocols import PROTOCOLS
+
+    protocols = list(PROTOCOLS)
+    parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search, runs and grading.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -256,8 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="judge every gold call as a prediction (the protocol's ceiling)")
     common(p)
-    p.add_argument("--protocol", choices=["v2", "paper"], default="v2")
+    p.add_argument("--protocol", choices=protocols, default="v2")
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=None)
+    p.add_argument("--verbose", action="store_true", help="list every failed sample (default: a summary per API)")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("search", help="rank APIs for keywords with the ToolSearcher's embedding search")
@@ -271,12 +374,17 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("call")
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="which tool set and databases (1 and 2 share one)")
-    p.add_argument("--protocol", choices=["v2", "paper"], default="v2", help="argument conversion rules")
+    p.add_argument("--protocol", choices=protocols, default="v2", help="argument conversion rules")
     p.set_defaults(func=cmd_call)
 
-    p = sub.add_parser("validate", help="check a benchmark: files, gold calls, replay, duplicates, coverage, tokens, dates")
+    p = sub.add_parser("apis", help="list the APIs of a level with their parameters")
     common(p)
-    p.add_argument("--min-uses", type=int, default=2, help="minimum uses of each level-1/2 tool")
+    p.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="which tool set (1 and 2 share one)")
+    p.set_defaults(func=cmd_apis)
+
+    p = sub.add_parser("validate", help="check a benchmark (an official release: format and replay; ours: every authoring rule)")
+    common(p)
+    p.add_argument("--min-uses", type=int, default=2, help="our benchmark: minimum uses of each level-1/2 tool")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("build-data", help="build the bundled benchmark from data/src, recording gold results with our tools")
@@ -291,38 +399,66 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="llamacpp:gemma-3-270m, openai:<model>@<base_url>, hf:<path>, oracle, no-call, heuristic")
     p.add_argument("--level", type=int, choices=[1, 2, 3], action="append", help="repeat for several levels (default: all)")
     p.add_argument("--limit", type=int, default=None, help="at most N samples (level-3 episodes) per level")
-    p.add_argument("--out", default=None, help="run folder (default: runs/<model>-<protocol>-<settings hash>)")
-    p.add_argument("--protocol", choices=["v2", "paper"], default="v2")
+    p.add_argument("--out", default=None, help="run folder (default: ./runs/<model>-<protocol>-<settings hash>, or under $APIBANK_RUNS)")
+    p.add_argument("--protocol", choices=protocols, default="v2")
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (HTTP backends)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shots", type=int, choices=[0, 1], default=0, help="prepend one worked example (helps small base models)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--level3", choices=["steps", "loop", "both"], default="steps", help="teacher-forced steps, agent episodes, or both")
     p.add_argument("--max-steps", type=int, default=12, help="agent-loop step limit")
-    p.add_argument("--native-tools", action="store_true", help="native tool calling (openai backend, mode=tools)")
+    p.add_argument("--native-tools", action="store_true", help="native tool calling (openai backend)")
     p.add_argument("--retry-failed", action="store_true", help="re-run samples whose backend call failed")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="backend option, e.g. mode=tools, timeout_s=60, adapter=path")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="backend option, e.g. mode=tools, timeout_s=60, adapter=path (checked against the backend)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score run folders (never queries a model)")
     p.add_argument("runs", nargs="+")
+    p.add_argument("--data", default=None, help="where the runs' data is now, if it moved")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_score)
     return parser
 
 
+def _fail(args: argparse.Namespace, kind: str, message: str) -> None:
+    if getattr(args, "json", False):
+        _print_json({"error": kind, "message": message})
+    else:
+        print(f"apibank: error: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``apibank`` command; returns the exit status."""
+    from apibank_lib.runner import RunStopped
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except RunStopped as exc:
+        resume = "apibank " + shlex.join(argv)
+        _fail(args, type(exc).__name__, f"{exc}. {exc.saved} prediction(s) are saved in {exc.folder}; resume with: {resume}")
+        return 130 if isinstance(exc.__cause__, KeyboardInterrupt) else 1
+    except BackendError as exc:
+        _fail(args, type(exc).__name__, str(exc))
+        return 1
     except ApibankError as exc:
-        if getattr(args, "json", False):
-            _print_json({"error": type(exc).__name__, "message": str(exc)})
-        else:
-            print(f"apibank: error: {exc}", file=sys.stderr)
+        _fail(args, type(exc).__name__, str(exc))
         return 2
+    except KeyboardInterrupt:
+        print("apibank: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `apibank replay --verbose | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the traceback on request
+        if os.environ.get("APIBANK_DEBUG"):
+            raise
+        _fail(args, "InternalError", f"internal error ({type(exc).__name__}: {exc}); set APIBANK_DEBUG=1 to see where")
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

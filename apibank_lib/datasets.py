@@ -1,59 +1,52 @@
-"""Benchmarks on disk: our bundled data and official API-Bank releases.
+"""Benchmarks: our bundled data or an official API-Bank release, loaded, cut into samples, counted.
 
-Both use the official layout, so one set of loaders serves both::
-
-    <root>/lv1-lv2-samples/level-1-given-desc/*.jsonl   level 1 (Call) dialogues
-    <root>/lv1-lv2-samples/level-2-toolsearcher/*.jsonl level 2 (Retrieve+Call) dialogues
-    <root>/test-data/level-3.json                        level 3 (Plan+Retrieve+Call) items
-    <root>/init_database/*.json                          level-1/2 databases
-
-An official release also has ``apis/`` and ``lv3_apis/`` (the original tool
-sources, read as text for their descriptions, never imported) and, in older
-snapshots, the rendered ``test-data/level-{1,2}-{api,response}.json`` files.
-Our bundled benchmark adds ``recordings/`` (recorded answers of online
-services) and ``lv3_database/`` (the level-3 tables); for an official release
-both are harvested from its own gold results.
-
-This module also cuts dialogues into evaluation samples exactly as the
-original evaluator does, and computes the corpus statistics.
+Both use the official layout (see :mod:`apibank_lib.formats.official`), so one
+loader serves both. This module also cuts dialogues into evaluation samples
+exactly as the original evaluator does, and computes the corpus statistics.
+Cutting works on any :class:`~apibank_lib.types.Dialogue`, loaded or not, so
+training data can be cut like evaluation data.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.databases import load_databases, load_json
-from apibank_lib.errors import DataError
-from apibank_lib.types import Dialogue, Level3Item, Level3Step, Param, Sample, ToolSchema, Turn
+from apibank_lib.databases import load_databases
+from apibank_lib.errors import ConfigError, DataError
+from apibank_lib.formats.harvest import harvest_level3_tables, harvest_recordings
+from apibank_lib.formats.official import (
+    LEVEL_DIRS,
+    TEST_DATA_FILES,
+    is_official_release,
+    level3_path,
+    load_dialogues,
+    load_level3,
+    load_test_data,
+    read_api_metadata,
+)
+from apibank_lib.protocols import V2, GradingProtocol
+from apibank_lib.sandbox import Sandbox
+from apibank_lib.tools.base import LEVEL12
+from apibank_lib.tools.registry import domains, toolset_for_level
+from apibank_lib.tools.toolset import ToolSet
+from apibank_lib.types import ApiCallSample, ApiRecord, Dialogue, Episode, Level3Item, ResponseSample, Sample, ToolSchema
 
 __all__ = [
     "Benchmark",
     "load_benchmark",
     "default_data_root",
-    "is_official_release",
-    "level3_path",
-    "load_dialogue_file",
-    "load_dialogues",
-    "load_level3",
-    "load_test_data",
-    "read_api_metadata",
     "cut_samples",
     "cut_level3_samples",
-    "LEVEL_DIRS",
+    "statistics",
+    "level_statistics",
 ]
-
-LEVEL_DIRS = {1: "lv1-lv2-samples/level-1-given-desc", 2: "lv1-lv2-samples/level-2-toolsearcher"}
-LEVEL3_CANDIDATES = ("test-data/level-3.json", "test_data/level-3.json", "json_test_data/level-3.json")
-TEST_DATA_FILES = ("level-1-api", "level-1-response", "level-2-api", "level-2-response", "level-3-batch-inf", "level-3-batch-inf-response")
 
 
 def default_data_root() -> Path:
@@ -64,154 +57,7 @@ def default_data_root() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "eval"
 
 
-def is_official_release(root: str | Path) -> bool:
-    """True for the root of an official API-Bank release (it carries the original tool sources)."""
-    root = Path(root)
-    return (root / "apis").is_dir() and (root / "lv1-lv2-samples").is_dir() and (root / "init_database").is_dir()
-
-
-# --- dialogue files --------------------------------------------------------------------------------
-
-
-def _turn_from_record(rec: Any, path: Path, line: int) -> Turn:
-    if not isinstance(rec, dict):
-        raise DataError(f"expected a JSON object, found {type(rec).__name__}", path, line)
-    role = rec.get("role")
-    if role in ("User", "AI"):
-        text = rec.get("text")
-        if not isinstance(text, str):
-            raise DataError(f"a {role} record needs a text string", path, line)
-        return Turn(role, text=text)
-    if role == "API":
-        name, params, result = rec.get("api_name"), rec.get("param_dict"), rec.get("result")
-        if not isinstance(name, str) or not name:
-            raise DataError("an API record needs an api_name", path, line)
-        if not isinstance(params, dict):
-            raise DataError(f"the API record of {name} needs a param_dict object", path, line)
-        if not isinstance(result, dict) or not {"input", "output", "exception"} <= set(result):
-            raise DataError(f"the API record of {name} needs a result with input, output and exception", path, line)
-        return Turn("API", api_name=name, param_dict=params, result=result)
-    raise DataError(f"unknown role {role!r} (expected User, AI or API)", path, line)
-
-
-def load_dialogue_file(path: str | Path, level: int) -> Dialogue:
-    """Read one dialogue JSONL file (empty lines are skipped; an empty file is an empty dialogue)."""
-    path = Path(path)
-    turns: list[Turn] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DataError(f"cannot read the file: {exc.strerror}", path) from exc
-    for i, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, i) from exc
-        turn = _turn_from_record(rec, path, i)
-        turn.line = i
-        turns.append(turn)
-    return Dialogue(path.stem, level, turns, str(path))
-
-
-def load_dialogues(directory: str | Path, level: int) -> list[Dialogue]:
-    """Every ``*.jsonl`` dialogue of a folder, sorted by file name."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise DataError("dialogue folder not found", directory)
-    return [load_dialogue_file(p, level) for p in sorted(directory.glob("*.jsonl"))]
-
-
-def load_level3(path: str | Path) -> list[Level3Item]:
-    """Read ``level-3.json``: a list of ``{requirement, response, apis: [{api_name, input, output}]}``."""
-    path = Path(path)
-    data = load_json(path)
-    if not isinstance(data, list):
-        raise DataError("level-3 data must be a JSON array of items", path)
-    items: list[Level3Item] = []
-    for i, item in enumerate(data):
-        where = f"item {i}"
-        if not isinstance(item, dict) or not isinstance(item.get("requirement"), str):
-            raise DataError(f"{where} needs a requirement string", path)
-        if not isinstance(item.get("response"), str) or not isinstance(item.get("apis"), list):
-            raise DataError(f"{where} needs a response string and an apis list", path)
-        steps: list[Level3Step] = []
-        for j, st in enumerate(item["apis"]):
-            ok = isinstance(st, dict) and isinstance(st.get("api_name"), str) and isinstance(st.get("input"), dict)
-            if not ok or not isinstance(st.get("output"), dict) or "output" not in st["output"]:
-                raise DataError(f"{where}, step {j} needs api_name, an input object and the full result envelope", path)
-            steps.append(Level3Step(st["api_name"], st["input"], st["output"]))
-        items.append(Level3Item(i, item["requirement"], item["response"], steps))
-    return items
-
-
-def load_test_data(path: str | Path) -> list[dict[str, Any]]:
-    """Read an official rendered test-data file (a JSON array of instruction/input/... items)."""
-    path = Path(path)
-    data = load_json(path)
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-        raise DataError("rendered test data must be a JSON array of objects", path)
-    for i, d in enumerate(data):
-        if not isinstance(d.get("instruction"), str) or not isinstance(d.get("input"), str):
-            raise DataError(f"item {i} lacks instruction/input strings", path)
-    return data
-
-
-# --- API metadata from an official release's sources ------------------------------------------------
-
-
-def read_api_metadata(directory: str | Path) -> dict[str, ToolSchema]:
-    """Read API descriptions from the original tool sources without importing them.
-
-    Each class body's literal assignments to ``description``, ``input_parameters``
-    and ``output_parameters`` are evaluated with :func:`ast.literal_eval` (which
-    only accepts literals); classes without a string ``description`` are skipped.
-    """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise DataError("API source folder not found", directory)
-    out: dict[str, ToolSchema] = {}
-    for path in sorted(directory.glob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except SyntaxError as exc:
-            raise DataError(f"cannot parse the source: {exc.msg}", path, exc.lineno) from exc
-        for node in tree.body:
-            if not isinstance(node, ast.ClassDef):
-                continue
-            attrs: dict[str, Any] = {}
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                    key = stmt.targets[0].id
-                    if key in ("description", "input_parameters", "output_parameters"):
-                        try:
-                            attrs[key] = ast.literal_eval(stmt.value)
-                        except ValueError as exc:
-                            raise DataError(f"{node.name}.{key} is not a literal", path, stmt.lineno) from exc
-            if not isinstance(attrs.get("description"), str):
-                continue
-            out[node.name] = ToolSchema(
-                node.name,
-                attrs["description"],
-                _params(attrs.get("input_parameters", {}), path, node.name),
-                _params(attrs.get("output_parameters", {}), path, node.name),
-            )
-    return out
-
-
-def _params(raw: Any, path: Path, cls: str) -> dict[str, Param]:
-    if not isinstance(raw, dict):
-        raise DataError(f"{cls}: parameters must be a dict", path)
-    params: dict[str, Param] = {}
-    for name, spec in raw.items():
-        if not isinstance(spec, dict):
-            raise DataError(f"{cls}: parameter {name!r} must map to {{type, description}}", path)
-        params[str(name)] = Param(str(spec.get("type", "str")), str(spec.get("description", "")))
-    return params
-
-
-# --- sample cutting ----------------------------------------------------------------------------------
+# --- sample cutting --------------------------------------------------------------------------------
 
 
 def cut_samples(dialogue: Dialogue) -> list[Sample]:
@@ -225,52 +71,43 @@ def cut_samples(dialogue: Dialogue) -> list[Sample]:
     first appearance (the original used Python set order, which varies per run);
     level-2 API-call samples show only ToolSearcher.
     """
-    names = dialogue.api_names
+    names = tuple(dialogue.api_names)
+    shown = ("ToolSearcher",) if dialogue.level == 2 else names
+    turns = dialogue.turns
     samples: list[Sample] = []
     k = 0
-    for i, turn in enumerate(dialogue.turns):
-        if turn.role != "API":
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, ApiRecord):
             continue
-        shown = ["ToolSearcher"] if dialogue.level == 2 else names
-        samples.append(Sample("api", dialogue.level, dialogue.id, 2 * k, dialogue.turns[:i], turn, list(shown)))
-        if i + 1 < len(dialogue.turns):
-            nxt = dialogue.turns[i + 1]
-            hist = dialogue.turns[: i + 1]
-            if nxt.role == "API":
-                samples.append(Sample("api", dialogue.level, dialogue.id, 2 * k + 1, hist, nxt, list(shown), duplicate=True))
+        samples.append(ApiCallSample(dialogue.level, dialogue.id, 2 * k, tuple(turns[:i]), shown, turn))
+        if i + 1 < len(turns):
+            nxt, hist = turns[i + 1], tuple(turns[: i + 1])
+            if isinstance(nxt, ApiRecord):
+                samples.append(ApiCallSample(dialogue.level, dialogue.id, 2 * k + 1, hist, shown, nxt, duplicate=True))
             elif nxt.role == "AI":
-                samples.append(Sample("response", dialogue.level, dialogue.id, 2 * k + 1, hist, nxt, list(names)))
+                samples.append(ResponseSample(dialogue.level, dialogue.id, 2 * k + 1, hist, names, nxt.text))
         k += 1
     return samples
 
 
 def cut_level3_samples(item: Level3Item) -> list[Sample]:
     """One API-call sample per gold step (earlier gold steps as history), then one response sample."""
-    out = [
-        Sample("api", 3, str(item.id), j, item.steps[:j], step, ["ToolSearcher"], requirement=item.requirement.strip())
+    requirement = item.requirement.strip()
+    shown = ("ToolSearcher",)
+    out: list[Sample] = [
+        ApiCallSample(3, str(item.id), j, tuple(item.steps[:j]), shown, step, requirement=requirement)
         for j, step in enumerate(item.steps)
     ]
-    out.append(
-        Sample(
-            "response",
-            3,
-            str(item.id),
-            len(item.steps) - 1,
-            list(item.steps),
-            Turn("AI", text=item.response),
-            ["ToolSearcher"],
-            requirement=item.requirement.strip(),
-        )
-    )
+    out.append(ResponseSample(3, str(item.id), len(item.steps) - 1, tuple(item.steps), shown, item.response, requirement=requirement))
     return out
 
 
 # --- the benchmark -----------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class Benchmark:
-    """A loaded benchmark: dialogues, level-3 items, databases and the two tool sets.
+    """A loaded benchmark: dialogues, level-3 items, databases and the API metadata shown.
 
     Attributes:
         root: the data root.
@@ -281,6 +118,7 @@ class Benchmark:
         metadata_l12, metadata_l3: API descriptions read from an official release
             (empty for our bundled data, whose descriptions come from the tool classes).
         test_data: an official release's rendered samples, by file stem, when present.
+        files: every data file read (for the fingerprint).
     """
 
     root: Path
@@ -293,21 +131,72 @@ class Benchmark:
     metadata_l12: dict[str, ToolSchema] = field(default_factory=dict)
     metadata_l3: dict[str, ToolSchema] = field(default_factory=dict)
     test_data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    files: list[Path] = field(default_factory=list, repr=False)
+    files: list[Path] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        kind = "official release" if self.official else "benchmark"
+        return (
+            f"<Benchmark {kind} at {self.root}: {len(self.level1)} level-1 and {len(self.level2)} level-2 dialogues, "
+            f"{len(self.level3)} level-3 items, fingerprint {self.fingerprint}>"
+        )
+
+    @property
+    def name(self) -> str:
+        """A short label for tables: ``bundled`` or the release folder's name."""
+        return self.root.name if self.official else "bundled"
 
     def dialogues(self, level: int) -> list[Dialogue]:
         """The dialogues of level 1 or 2."""
         if level not in (1, 2):
-            raise ValueError("dialogues exist for levels 1 and 2 only")
+            raise ConfigError("dialogues exist for levels 1 and 2 only")
         return self.level1 if level == 1 else self.level2
 
     def samples(self, level: int, kind: str | None = None) -> list[Sample]:
-        """All samples of a level (``kind``: ``"api"``, ``"response"`` or both)."""
+        """All samples of a level in dataset order (``kind``: ``"api"``, ``"response"`` or both)."""
         if level == 3:
             out = [s for item in self.level3 for s in cut_level3_samples(item)]
         else:
             out = [s for d in self.dialogues(level) for s in cut_samples(d)]
         return [s for s in out if kind is None or s.kind == kind]
+
+    def episodes(self) -> list[Episode]:
+        """One agent-loop episode per level-3 item, in item order."""
+        return [Episode(item) for item in self.level3]
+
+    def toolset(self, level: int) -> ToolSet:
+        """The tool set of a level, showing this benchmark's API descriptions."""
+        base = toolset_for_level(level)
+        return base.with_metadata(self.metadata_l3 if level == 3 else self.metadata_l12)
+
+    def level_databases(self, level: int) -> dict[str, Any]:
+        """The initial databases of a level's tool set."""
+        return self.level3_databases if level == 3 else self.databases
+
+    def sandbox(self, level: int = 1, protocol: GradingProtocol = V2, *, searcher: Any = None) -> Sandbox:
+        """A fresh sandbox over a level's tools and databases, with a protocol's argument conversion.
+
+        Args:
+            level: 1, 2 or 3 (levels 1 and 2 share one tool set).
+            protocol: whose argument conversion to use (:data:`~apibank_lib.protocols.V2` by default).
+            searcher: what ToolSearcher searches with (see :class:`~apibank_lib.sandbox.Sandbox`);
+                None for the default embedding search over the level's APIs.
+        """
+        return Sandbox(self.toolset(level), self.level_databases(level), conversion=protocol.conversion, searcher=searcher)
+
+    def release_prompt(self, sample: Sample) -> dict[str, Any] | None:
+        """The release's own rendered test-data item for a sample, when the release ships one."""
+        if sample.level == 3:
+            stem = "level-3-batch-inf" if sample.kind == "api" else "level-3-batch-inf-response"
+            for item in self.test_data.get(stem, []):
+                if str(item.get("sample_id")) == sample.dialogue_id and (sample.kind == "response" or item.get("api_id") == sample.sample_id):
+                    return item
+            return None
+        stem = f"level-{sample.level}-{sample.kind}"
+        for item in self.test_data.get(stem, []):
+            name = str(item.get("file", ""))
+            if name.removesuffix(".jsonl") == sample.dialogue_id and item.get("id") == sample.sample_id:
+                return item
+        return None
 
     @cached_property
     def fingerprint(self) -> str:
@@ -318,14 +207,6 @@ class Benchmark:
             h.update(b"\0")
             h.update(p.read_bytes())
         return h.hexdigest()[:16]
-
-
-def level3_path(root: Path) -> Path | None:
-    """The level-3 items file of a data root (the releases name its folder differently), or None."""
-    for rel in LEVEL3_CANDIDATES:
-        if (root / rel).is_file():
-            return root / rel
-    return None
 
 
 def load_benchmark(path: str | Path | None = None) -> Benchmark:
@@ -355,9 +236,6 @@ def load_benchmark(path: str | Path | None = None) -> Benchmark:
     metadata_l3: dict[str, ToolSchema] = {}
     test_data: dict[str, list[dict[str, Any]]] = {}
     if official:
-        from apibank_lib.tools.level3 import harvest_level3_tables
-        from apibank_lib.tools.recordings import harvest_recordings
-
         databases.update(harvest_recordings(level1 + level2))
         level3_databases = harvest_level3_tables(level3)
         metadata_l12 = read_api_metadata(root / "apis")
@@ -386,7 +264,13 @@ def _histogram(values: Iterable[int]) -> dict[str, int]:
 
 
 def level_statistics(bench: Benchmark, level: int) -> dict[str, Any]:
-    """Counts for one level, with the original cutter's definitions (see the spec §3)."""
+    """Counts for one level, with the original cutter's definitions.
+
+    "Dialogues" are files at levels 1-2 and items at level 3; API-call samples
+    include the duplicate samples the cutter makes when two API records are
+    adjacent; "user turns" counts user utterances (the definition behind the
+    paper's 914 turns).
+    """
     if level == 3:
         items = bench.level3
         steps = [s for it in items for s in it.steps]
@@ -410,7 +294,7 @@ def level_statistics(bench: Benchmark, level: int) -> dict[str, Any]:
     dialogues = bench.dialogues(level)
     samples = [s for d in dialogues for s in cut_samples(d)]
     turns = [t for d in dialogues for t in d.turns]
-    calls = [t for t in turns if t.role == "API"]
+    calls = [t for t in turns if isinstance(t, ApiRecord)]
     calls_per = [len(d.api_turns) for d in dialogues]
     return {
         "dialogues": len(dialogues),
@@ -424,44 +308,38 @@ def level_statistics(bench: Benchmark, level: int) -> dict[str, Any]:
         "duplicate_api_samples": sum(1 for s in samples if s.duplicate),
         "response_samples": sum(1 for s in samples if s.kind == "response"),
         "distinct_apis": len({t.api_name for t in calls}),
-        "apis": sorted({str(t.api_name) for t in calls}),
+        "apis": sorted({t.api_name for t in calls}),
         "single_call_dialogues": sum(1 for n in calls_per if n == 1),
         "multi_call_dialogues": sum(1 for n in calls_per if n > 1),
         "calls_per_dialogue": _histogram(calls_per),
     }
 
 
-def statistics(bench: Benchmark, domains: dict[str, str] | None = None) -> dict[str, Any]:
+def statistics(bench: Benchmark) -> dict[str, Any]:
     """Per-level and total statistics of a benchmark.
 
-    Args:
-        bench: the loaded benchmark.
-        domains: API name -> domain, to count domains (optional).
-
     Returns:
-        ``{"levels": {"1": {...}, "2": {...}, "3": {...}}, "total": {...}}``; "turns"
-        counts user utterances, the definition that reproduces the paper's 914.
+        ``{"levels": {"1": {...}, "2": {...}, "3": {...}}, "total": {...}}``; the
+        total counts domains of the level-1/2 tool set among the APIs called.
     """
     levels = {str(lv): level_statistics(bench, lv) for lv in (1, 2, 3)}
     dialogues = sum(v["dialogues"] for v in levels.values())
     turns = sum(v["user_turns"] for v in levels.values())
     apis = sorted(set().union(*(set(v["apis"]) for v in levels.values())))
-    total: dict[str, Any] = {
-        "dialogues": dialogues,
-        "turns": turns,
-        "avg_turns_per_dialogue": round(turns / dialogues, 2) if dialogues else 0.0,
-        "gold_calls": sum(v["gold_calls"] for v in levels.values()),
-        "api_call_samples": sum(v["api_call_samples"] for v in levels.values()),
-        "response_samples": sum(v["response_samples"] for v in levels.values()),
-        "distinct_apis": len(apis),
-        "single_call_dialogues": sum(v["single_call_dialogues"] for v in levels.values()),
-        "multi_call_dialogues": sum(v["multi_call_dialogues"] for v in levels.values()),
+    domain_of = domains(LEVEL12)
+    return {
+        "levels": levels,
+        "total": {
+            "dialogues": dialogues,
+            "turns": turns,
+            "avg_turns_per_dialogue": round(turns / dialogues, 2) if dialogues else 0.0,
+            "gold_calls": sum(v["gold_calls"] for v in levels.values()),
+            "api_call_samples": sum(v["api_call_samples"] for v in levels.values()),
+            "response_samples": sum(v["response_samples"] for v in levels.values()),
+            "distinct_apis": len(apis),
+            "single_call_dialogues": sum(v["single_call_dialogues"] for v in levels.values()),
+            "multi_call_dialogues": sum(v["multi_call_dialogues"] for v in levels.values()),
+            "domains": len({domain_of[a] for a in apis if a in domain_of}),
+        },
     }
-    if domains is not None:
-        total["domains"] = len({domains[a] for a in apis if a in domains})
-    return {"levels": levels, "total": total}
 
-
-def used_apis(dialogues: Sequence[Dialogue]) -> set[str]:
-    """Every API name called in a set of dialogues."""
-    return {str(t.api_name) for d in dialogues for t in d.api_turns}

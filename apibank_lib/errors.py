@@ -1,9 +1,16 @@
 """One exception hierarchy for the whole library.
 
-Tool failures are *not* exceptions at this level: a tool that fails returns a result
-envelope whose ``exception`` field holds the message (the model sees it). The
-classes below are for problems the caller must handle: text that is not a call,
-a call that cannot reach a tool, broken data files and bad configuration.
+Two kinds of failure are kept apart:
+
+* A tool that fails *on purpose* (a wrong password, an unknown date) raises
+  :class:`ToolFailure` inside its body; the sandbox turns it into the result
+  envelope's ``exception`` text, which the model sees and the checkers compare.
+  It is an outcome, not an error of the library, so it is not an
+  :class:`ApibankError`.
+* Everything under :class:`ApibankError` is a problem the caller must handle:
+  text that is not a call, a call that cannot reach a tool, a tool that broke in
+  a way it did not mean to (:class:`ToolError`, a bug, never blamed on the
+  model), broken data files, bad configuration, a model backend that failed.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ __all__ = [
     "MissingParameterError",
     "DataError",
     "ConfigError",
+    "BackendError",
+    "ToolError",
+    "ToolFailure",
     "did_you_mean",
 ]
 
@@ -103,3 +113,42 @@ class DataError(ApibankError):
 
 class ConfigError(ApibankError):
     """An invalid option, parameter or combination of them."""
+
+
+class BackendError(ApibankError):
+    """A model call failed (after any retries); the runner records it with the sample.
+
+    Attributes:
+        connection: True when the server could not be reached at all (refused,
+            unknown host, timeout while connecting), as opposed to a request the
+            server answered with an error.
+    """
+
+    def __init__(self, message: str, *, connection: bool = False) -> None:
+        self.connection = connection
+        super().__init__(message)
+
+
+class ToolFailure(Exception):
+    """A deliberate failure of a tool: its text becomes the result envelope's ``exception``.
+
+    Tools raise it with the original API's error text (``The token is invalid.``),
+    including the texts of Python errors that the original surfaced verbatim
+    (``time data 'x' does not match format '%Y-%m-%d'``, ``'NoneType' object is
+    not subscriptable``). Anything else escaping a tool is a bug and becomes a
+    :class:`ToolError`.
+    """
+
+
+class ToolError(ApibankError):
+    """A tool raised an exception it did not mean to: a bug in the tool, not the model's fault.
+
+    Attributes:
+        tool: the API name.
+        cause: the original exception.
+    """
+
+    def __init__(self, tool: str, cause: BaseException) -> None:
+        self.tool = tool
+        self.cause = cause
+        super().__init__(f"tool {tool} broke with an unexpected {type(cause).__name__}: {cause}")

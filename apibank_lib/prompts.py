@@ -1,8 +1,8 @@
 """Prompts for the API-call and response tasks at each level, in our own words.
 
-The structure follows the paper's protocol (see the spec, formats §6): which
-APIs are described, how the history and API results are rendered, and the
-expected ``[ApiName(key='value', ...)]`` form.
+The structure follows the paper's protocol: which APIs are described, how the
+history and API results are rendered, and the expected
+``[ApiName(key='value', ...)]`` form.
 
 * Levels 1-2: an instruction, the API descriptions (one JSON line each, in
   order of first appearance in the dialogue; level-2 API-call samples show only
@@ -15,9 +15,13 @@ expected ``[ApiName(key='value', ...)]`` form.
 
 Every prompt exists as chat messages (a system message with the instruction
 and API descriptions, a user message with the rendered input) and as one
-flattened text for completion models. With the ``paper`` protocol on an
-official release that ships its rendered test data, the release's own
-instruction and input strings are used instead (read from the user's copy).
+flattened text for completion models, which ends with the *lead* (``API-Request:``
+or ``AI:``) the answer continues. A release's own rendered instruction and input
+strings can be sent instead (the ``paper`` protocol does so where an official
+release ships them).
+
+:func:`target_text` is the other half: the gold answer of a sample as a model
+should write it, used by the oracle, the gold replay and training-data export.
 """
 
 from __future__ import annotations
@@ -27,11 +31,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apibank_lib.calls import format_call_paper
-from apibank_lib.datasets import Benchmark
 from apibank_lib.tools.toolset import ToolSet
-from apibank_lib.types import Level3Step, Sample, ToolSchema, Turn
+from apibank_lib.types import ApiCallSample, ApiRecord, Context, Sample, ToolSchema, Turn
 
-__all__ = ["Prompt", "build_prompt", "render_history", "describe_apis", "level3_search_description", "API_INSTRUCTION", "RESPONSE_INSTRUCTION", "LEVEL3_INSTRUCTION"]
+__all__ = [
+    "Prompt",
+    "build_prompt",
+    "target_text",
+    "render_history",
+    "describe_apis",
+    "level3_search_description",
+    "API_INSTRUCTION",
+    "RESPONSE_INSTRUCTION",
+    "LEVEL3_INSTRUCTION",
+    "LEADS",
+]
 
 API_INSTRUCTION = """You are an assistant that can use APIs. Read the API descriptions and the conversation below, then write the one API request the assistant should send next.
 Write the request as [ApiName(key1='value1', key2='value2', ...)], using the API's exact name and parameter names.
@@ -79,22 +93,28 @@ _SHOT_RESPONSE = (
 )
 
 
+LEADS = {"api": "API-Request:", "response": "AI:"}
+"""What the answer of each task starts with (the flattened prompt ends with it)."""
+
+
 @dataclass
 class Prompt:
     """One prompt in both shapes.
 
     Attributes:
         messages: chat messages (``{"role", "content"}``).
-        text: the same content flattened for completion models; ends where the
-            model should continue.
+        text: the same content flattened for completion models; ends with ``lead``,
+            where the model should continue.
         tools: the APIs described (for native tool calling).
         source: ``"ours"`` or ``"official-test-data"``.
+        lead: the text the answer starts with (``API-Request:`` or ``AI:``).
     """
 
     messages: list[dict[str, str]]
     text: str
     tools: list[ToolSchema] = field(default_factory=list)
     source: str = "ours"
+    lead: str = ""
 
 
 def describe_apis(schemas: list[ToolSchema]) -> str:
@@ -114,77 +134,70 @@ def level3_search_description(schema: ToolSchema) -> str:
     )
 
 
-def render_history(history: list[Any], *, full_result: bool = False) -> list[str]:
-    """Render records (Turns or Level3Steps) as prompt lines."""
+def render_history(history: tuple[Turn, ...] | list[Turn], *, level: int = 1) -> list[str]:
+    """Render turns as prompt lines.
+
+    API records show their output at levels 1-2 and their whole result envelope
+    at level 3, as the original prompts did.
+    """
     lines: list[str] = []
     for rec in history:
-        if isinstance(rec, Level3Step):
-            lines.append(f"API-Request: {format_call_paper(rec.api_name, rec.input)}->{rec.output}")
-        elif isinstance(rec, Turn) and rec.role == "API":
-            result = rec.result or {}
-            shown = result if full_result else result.get("output")
-            lines.append(f"API-Request: {format_call_paper(str(rec.api_name), rec.param_dict or {})}->{shown}")
-        elif isinstance(rec, Turn):
+        if isinstance(rec, ApiRecord):
+            shown = rec.result if level == 3 else rec.result.get("output")
+            lines.append(f"API-Request: {format_call_paper(rec.api_name, rec.args)}->{shown}")
+        else:
             lines.append(f"{rec.role}: {rec.text}")
     return lines
 
 
-def _official_item(bench: Benchmark, sample: Sample) -> dict[str, Any] | None:
-    """The release's rendered test-data item for this sample, when the release ships one."""
-    if sample.level == 3:
-        stem = "level-3-batch-inf" if sample.kind == "api" else "level-3-batch-inf-response"
-        for item in bench.test_data.get(stem, []):
-            if str(item.get("sample_id")) == sample.dialogue_id and (sample.kind == "response" or item.get("api_id") == sample.sample_id):
-                return item
-        return None
-    stem = f"level-{sample.level}-{'api' if sample.kind == 'api' else 'response'}"
-    for item in bench.test_data.get(stem, []):
-        name = str(item.get("file", ""))
-        if name.removesuffix(".jsonl") == sample.dialogue_id and item.get("id") == sample.sample_id:
-            return item
-    return None
-
-
-def build_prompt(sample: Sample, bench: Benchmark, toolset: ToolSet, *, protocol: str = "v2", shots: int = 0) -> Prompt:
-    """The prompt for one sample.
+def build_prompt(context: Context, toolset: ToolSet, *, shots: int = 0, release_item: dict[str, Any] | None = None) -> Prompt:
+    """The prompt for one prediction.
 
     Args:
-        sample: the sample (API-call or response task, any level).
-        bench: the benchmark (for an official release's rendered test data).
+        context: what the model is shown (``sample.context()``, or an agent step's).
         toolset: the tool set whose metadata is shown.
-        protocol: with ``"paper"`` and an official release carrying rendered test
-            data, the release's own strings are sent.
         shots: 0 (the paper's setting) or 1: prepend one worked example, which
             helps small base models keep the format.
+        release_item: an official release's rendered test-data item for this
+            sample; when given, its instruction and input strings are sent as they are.
     """
-    if protocol == "paper" and bench.official:
-        item = _official_item(bench, sample)
-        if item is not None:
-            tools = [toolset.schema(n) for n in sample.api_names if n in toolset]
-            return Prompt(
-                [{"role": "system", "content": item["instruction"]}, {"role": "user", "content": item["input"]}],
-                f"{item['instruction']}\n{item['input']}",
-                tools,
-                "official-test-data",
-            )
-    tools = [toolset.schema(n) for n in sample.api_names if n in toolset]
-    if sample.level == 3:
+    lead = LEADS[context.task]
+    tools = [toolset.schema(n) for n in context.api_names if n in toolset]
+    if release_item is not None:
+        return Prompt(
+            [{"role": "system", "content": release_item["instruction"]}, {"role": "user", "content": release_item["input"]}],
+            f"{release_item['instruction']}\n{release_item['input']}",
+            tools,
+            "official-test-data",
+            lead,
+        )
+    if context.level == 3:
         search = toolset.schema("ToolSearcher")
-        instruction = LEVEL3_INSTRUCTION if sample.kind == "api" else LEVEL3_RESPONSE_INSTRUCTION
-        lines = [level3_search_description(search), f"User: {sample.requirement or ''}"]
-        lines += render_history(sample.history)
-        lines.append("Generate API Request: " if sample.kind == "api" else "Generate AI Response: ")
-        system = instruction
-        user = "\n".join(lines) + "\n"
+        system = LEVEL3_INSTRUCTION if context.task == "api" else LEVEL3_RESPONSE_INSTRUCTION
+        lines = [level3_search_description(search), f"User: {context.requirement or ''}"]
+        lines += render_history(context.history, level=3)
+        lines.append("Generate API Request: " if context.task == "api" else "Generate AI Response: ")
         tools = [search]
     else:
-        instruction = API_INSTRUCTION if sample.kind == "api" else RESPONSE_INSTRUCTION
+        instruction = API_INSTRUCTION if context.task == "api" else RESPONSE_INSTRUCTION
         system = f"{instruction}\nAPI descriptions:\n{describe_apis(tools)}"
-        lines = render_history(sample.history)
-        lines.append("Generate API Request:" if sample.kind == "api" else "Generate AI Response:")
-        user = "\n".join(lines) + "\n"
+        lines = render_history(context.history, level=context.level)
+        lines.append("Generate API Request:" if context.task == "api" else "Generate AI Response:")
+    user = "\n".join(lines) + "\n"
     if shots:
-        user = (_SHOT_API if sample.kind == "api" else _SHOT_RESPONSE) + user
-    lead = "API-Request:" if sample.kind == "api" else "AI:"
+        user = (_SHOT_API if context.task == "api" else _SHOT_RESPONSE) + user
     text = f"{system}\n\n{user}{lead}"
-    return Prompt([{"role": "system", "content": system}, {"role": "user", "content": user}], text, tools)
+    return Prompt([{"role": "system", "content": system}, {"role": "user", "content": user}], text, tools, "ours", lead)
+
+
+def target_text(sample: Sample) -> str:
+    """The gold answer of a sample as a model should write it.
+
+    An API-call sample's answer is its gold call as the official test data
+    renders it, ``API-Request: [Name(key='value', ...)]``; a response sample's is
+    the reference reply. Completion models continue a prompt that already ends
+    with the lead (``API-Request:``), so their target is this text after the lead.
+    """
+    if isinstance(sample, ApiCallSample):
+        return f"{LEADS['api']} {format_call_paper(sample.gold.api_name, sample.gold.args)}"
+    return sample.gold

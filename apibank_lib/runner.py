@@ -1,138 +1,68 @@
-"""Run a model over the benchmark's samples into a run folder; resumable and concurrent.
+"""Run a model over a benchmark into a run folder; resumable, concurrent, stoppable.
 
-A run folder holds ``config.json`` (model, backend settings, protocol, seed,
-data fingerprint, code version), ``predictions.jsonl`` (one JSON line per
-sample, appended and flushed as soon as it is answered) and ``summary.json``.
+:func:`run` does four things, each a function here: plan the work
+(:func:`apibank_lib.runs.plan`), open the run folder (:func:`open_run`: refuse a
+folder that holds a run with other settings, naming them), answer every sample
+and episode not answered yet (:func:`answer_all`), and write the summary.
+
 Re-running the same command resumes: finished samples are skipped; a sample
 whose backend call failed is recorded with the error and retried only with
 ``retry_failed``. A line cut short by a crash is dropped on resume, so nothing
-is lost or duplicated. Scoring reads the folder and never queries a model.
+is lost or duplicated. A server that cannot be reached stops the run before it
+starts (the backend's preflight check), or after a few consecutive samples
+failed that way, with the first error; Ctrl-C stops it with every answer so far
+saved. Scoring reads the folder and never queries a model.
 
 Level 3 runs in two modes: ``steps`` (the paper's teacher-forced step samples)
-and ``loop`` (an agent episode per item: the model searches, calls, sees
-results and continues until it answers or reaches ``max_steps``).
+and ``loop`` (an :class:`~apibank_lib.types.Episode` per item: the model
+searches, calls, sees results and continues until it answers or reaches
+``max_steps``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from apibank_lib import __version__
-from apibank_lib.backends.base import BackendError, Completion, Request
+from apibank_lib.version import __version__
+from apibank_lib.backends.base import Backend, Completion, Request
 from apibank_lib.calls import format_call
 from apibank_lib.datasets import Benchmark, load_benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.prompts import Prompt, build_prompt
-from apibank_lib.protocols import PROTOCOLS, Grader, prepare_search_call
-from apibank_lib.types import Level3Item, Level3Step, Sample
+from apibank_lib.errors import ApibankError, BackendError, ConfigError
+from apibank_lib.prompts import build_prompt
+from apibank_lib.protocols import GradingProtocol, get_protocol
+from apibank_lib.runs import EpisodeStep, PredictionRecord, PredictionWriter, RunConfig, RunFolder, RunInfo, default_runs_dir, plan
+from apibank_lib.types import ApiRecord, Episode, Sample
 
-__all__ = ["RunConfig", "RunResult", "run", "run_episode", "read_predictions", "default_runs_dir", "STOPS"]
+__all__ = ["RunResult", "RunStopped", "run", "open_run", "answer_all", "run_episode", "STOPS", "MAX_CONSECUTIVE_UNREACHABLE"]
 
 STOPS = {"api": ["\n"], "response": ["\nUser:", "\nAPI-Request:", "\nGenerate"]}
 """Stop sequences for text generation: a call fits on one line; a reply ends before the next turn."""
 
-
-def default_runs_dir() -> Path:
-    """``$APIBANK_RUNS`` or ``runs/`` next to the package."""
-    env = os.environ.get("APIBANK_RUNS")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "runs"
-
-
-@dataclass
-class RunConfig:
-    """Everything that defines a run (CLI flags and notebook parameters end up here).
-
-    Attributes:
-        model: backend spec, e.g. ``llamacpp:gemma-3-270m`` or ``oracle``.
-        levels: which levels to run.
-        protocol: ``v2`` or ``paper`` (prompts and, later, scoring).
-        data: benchmark root; None for the bundled one.
-        limit: at most this many samples (or level-3 episodes) per level; None for all.
-        out: the run folder; default ``runs/<model>-<protocol>-<hash of the settings>``.
-        concurrency: parallel requests (HTTP backends only).
-        seed: recorded, and passed to backends that sample.
-        shots: worked examples prepended to each prompt (0 = the paper's setting).
-        max_tokens: generation budget per request.
-        tasks: ``api`` and/or ``response`` samples.
-        level3: ``steps`` (teacher-forced), ``loop`` (agent episodes) or ``both``.
-        max_steps: agent-loop step limit.
-        native_tools: ask the backend for native tool calls.
-        retry_failed: re-run samples whose backend call failed before.
-        backend_options: extra keyword options for the backend.
-    """
-
-    model: str
-    levels: tuple[int, ...] = (1, 2, 3)
-    protocol: str = "v2"
-    data: str | None = None
-    limit: int | None = None
-    out: str | None = None
-    concurrency: int = 1
-    seed: int = 0
-    shots: int = 0
-    max_tokens: int = 128
-    tasks: tuple[str, ...] = ("api", "response")
-    level3: str = "steps"
-    max_steps: int = 12
-    native_tools: bool = False
-    retry_failed: bool = False
-    backend_options: dict[str, Any] = field(default_factory=dict)
-
-    def validate(self) -> None:
-        """Raise ConfigError on an impossible setting."""
-        if not self.model:
-            raise ConfigError("a model is required, e.g. --model llamacpp:gemma-3-270m")
-        if self.protocol not in PROTOCOLS:
-            raise ConfigError(f"protocol must be one of {PROTOCOLS}")
-        if not self.levels or any(lv not in (1, 2, 3) for lv in self.levels):
-            raise ConfigError(f"levels must be among 1, 2, 3, got {self.levels}")
-        if self.limit is not None and self.limit < 1:
-            raise ConfigError("limit must be at least 1")
-        if self.concurrency < 1:
-            raise ConfigError("concurrency must be at least 1")
-        if self.level3 not in ("steps", "loop", "both"):
-            raise ConfigError("level3 must be steps, loop or both")
-        if not self.tasks or any(t not in ("api", "response") for t in self.tasks):
-            raise ConfigError("tasks must be among api and response")
-        if self.max_tokens < 1 or self.max_steps < 1 or self.shots not in (0, 1):
-            raise ConfigError("max_tokens and max_steps must be positive and shots 0 or 1")
-
-    def identity(self, data_fingerprint: str) -> dict[str, Any]:
-        """The settings that make two runs the same run (levels and limit may grow on resume)."""
-        return {
-            "model": self.model,
-            "protocol": self.protocol,
-            "data_fingerprint": data_fingerprint,
-            "shots": self.shots,
-            "max_tokens": self.max_tokens,
-            "max_steps": self.max_steps,
-            "native_tools": self.native_tools,
-            "seed": self.seed,
-            "backend_options": self.backend_options,
-        }
-
-    def run_dir(self, data_fingerprint: str) -> Path:
-        """The run folder for these settings."""
-        if self.out:
-            return Path(self.out)
-        blob = json.dumps(self.identity(data_fingerprint), sort_keys=True, default=str)
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", self.model).strip("-")[:60]
-        return default_runs_dir() / f"{slug}-{self.protocol}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+MAX_CONSECUTIVE_UNREACHABLE = 3
+"""A run stops after this many consecutive samples whose server could not be reached."""
 
 
 @dataclass
 class RunResult:
-    """What a run did: its folder and counts."""
+    """What one invocation of the runner did.
+
+    Attributes:
+        path: the run folder.
+        total: samples and episodes the settings ask for.
+        skipped: those already answered before this invocation.
+        answered: answered now.
+        failed: recorded with a backend error now.
+        elapsed_s: wall time of the answering.
+    """
 
     path: Path
     total: int
@@ -142,27 +72,18 @@ class RunResult:
     elapsed_s: float
 
 
-def read_predictions(path: Path, *, repair: bool = False) -> dict[str, dict[str, Any]]:
-    """The last record per sample key in a predictions file.
+class RunStopped(ApibankError):
+    """A run stopped before its end (interrupted, or its server unreachable); every answer so far is saved.
 
-    A last line without its newline (a crash mid-write) is ignored; with
-    ``repair`` it is also cut from the file so appending can continue safely.
+    Attributes:
+        folder: the run folder.
+        saved: predictions in the folder now.
+        remaining: samples and episodes still to answer.
     """
-    if not path.is_file():
-        return {}
-    raw = path.read_bytes()
-    if raw and not raw.endswith(b"\n"):
-        cut = raw.rfind(b"\n") + 1
-        raw = raw[:cut]
-        if repair:
-            with path.open("r+b") as f:
-                f.truncate(cut)
-    out: dict[str, dict[str, Any]] = {}
-    for line in raw.decode("utf-8").splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            out[rec["key"]] = rec
-    return out
+
+    def __init__(self, message: str, folder: Path, saved: int, remaining: int) -> None:
+        self.folder, self.saved, self.remaining = folder, saved, remaining
+        super().__init__(message)
 
 
 def _code_version() -> str:
@@ -177,11 +98,40 @@ def _code_version() -> str:
         return __version__
 
 
-def _toolset(grader: Grader, level: int) -> Any:
-    return grader.toolset3 if level == 3 else grader.toolset12
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two identity dicts."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in sorted(set(old) | set(new), key=str) for d in _differences(old.get(k), new.get(k), f"{prefix}{k}.")]
+    return [] if old == new else [f"{prefix[:-1]} ({old!r} there, {new!r} now)"]
 
 
-def _completion_record(comp: Completion) -> dict[str, Any]:
+def _folder_name(identity: dict[str, Any], protocol: str) -> str:
+    model = identity["model"]
+    label = "-".join(str(model[k]) for k in ("backend", "model") if model.get(k)) or "run"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(label).name if "/" in label else label).strip("-")[:60]
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return f"{slug}-{protocol}-{digest}"
+
+
+def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder:
+    """The run folder for these settings, its ``config.json`` written.
+
+    Raises:
+        ConfigError: the folder already holds a run whose identity differs (the differing keys are named).
+    """
+    identity = json.loads(json.dumps(config.identity(bench.fingerprint, backend.identity(), backend.prompt_mode(config.native_tools)), default=str))
+    folder = RunFolder(config.out or default_runs_dir() / _folder_name(identity, config.protocol))
+    if folder.exists():
+        previous = folder.read_info().identity
+        if previous != identity:
+            diffs = "; ".join(_differences(previous, identity))
+            raise ConfigError(f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder")
+    settings = {k: v for k, v in asdict(config).items() if k != "out"}
+    folder.write_info(RunInfo(identity, settings, backend.info(), str(bench.root), bench.official, _code_version()))
+    return folder
+
+
+def _completion_values(comp: Completion) -> dict[str, Any]:
     calls = []
     for c in comp.tool_calls:
         try:
@@ -198,78 +148,166 @@ def _completion_record(comp: Completion) -> dict[str, Any]:
     }
 
 
-def prediction_text(record: dict[str, Any]) -> str:
-    """The text to judge: the first native tool call when there was one, else the generated text."""
-    calls = record.get("tool_calls") or []
-    return calls[0] if calls else str(record.get("output") or "")
+def _error_text(exc: Exception) -> str:
+    return f"{'BackendError' if isinstance(exc, BackendError) else type(exc).__name__}: {exc}"
 
 
-def run_episode(item: Level3Item, backend: Any, grader: Grader, bench: Benchmark, config: RunConfig) -> dict[str, Any]:
+def run_episode(episode: Episode, backend: Backend, bench: Benchmark, protocol: GradingProtocol, config: RunConfig) -> PredictionRecord:
     """One level-3 agent episode: the model searches, calls and sees results until it answers.
 
-    Returns a record with every step (model output, the call executed and its
-    result) and the final answer; scoring re-executes the calls, so the record
-    holds everything needed.
+    Each step shows the model the requirement and the steps so far; its text is
+    parsed with the protocol's parser, the call runs in the episode's own
+    sandbox (the protocol's conversion and keyword rewrite), and its result is
+    shown at the next step. Text without a call is the final answer. Scoring
+    executes the recorded calls again, so the record holds everything needed.
     """
-    from apibank_lib.calls import parse_first_call
-    from apibank_lib.errors import ParseError
-
-    box = grader.new_sandbox(3)
-    toolset = grader.toolset3
-    done: list[Level3Step] = []
-    steps: list[dict[str, Any]] = []
+    box = bench.sandbox(3, protocol)
+    toolset = bench.toolset(3)
+    done: list[ApiRecord] = []
+    steps: list[EpisodeStep] = []
     final: str | None = None
     start = time.perf_counter()
     usage = [0, 0]
     for step in range(config.max_steps):
-        sample = Sample("api", 3, str(item.id), step, list(done), item, ["ToolSearcher"], requirement=item.requirement.strip())
-        prompt = build_prompt(sample, bench, toolset, protocol="v2", shots=config.shots)
-        comp = backend.complete(Request(prompt, "api", sample, config.max_tokens, STOPS["api"], config.native_tools, step))
+        context = episode.context(tuple(done))
+        prompt = build_prompt(context, toolset, shots=config.shots)
+        comp = backend.complete(Request(prompt, context, episode, config.max_tokens, STOPS["api"], config.native_tools, step))
         usage[0] += comp.prompt_tokens or 0
         usage[1] += comp.completion_tokens or 0
-        text = comp.tool_calls and format_call(comp.tool_calls[0]) or comp.text
-        try:
-            call = parse_first_call(text)
-        except ParseError as exc:
-            steps.append({"output": comp.text, "call": None, "error": str(exc)})
+        text = format_call(comp.tool_calls[0]) if comp.tool_calls else comp.text
+        call, error = protocol.parse(text)
+        if error is not None:
+            steps.append(EpisodeStep(comp.text, error=error))
             continue
         if call is None:
             final = comp.text
             break
-        call = prepare_search_call(call, "v2", 3)
-        result = box.execute_safely(call)
-        steps.append({"output": comp.text, "call": format_call(call), "result": result.to_dict()})
-        done.append(Level3Step(call.name, {k: v for k, v in call.args.items()}, result.to_dict()))
-    return {
-        "steps": steps,
-        "final": final,
-        "stopped": "answered" if final is not None else "step limit",
-        "prompt_tokens": usage[0],
-        "completion_tokens": usage[1],
-        "latency_s": round(time.perf_counter() - start, 4),
-    }
-
-
-def _work(bench: Benchmark, config: RunConfig) -> list[tuple[str, Sample | Level3Item]]:
-    """Every (key, sample or item) the config asks for, in dataset order."""
-    items: list[tuple[str, Sample | Level3Item]] = []
-    for level in config.levels:
-        if level == 3 and config.level3 in ("loop", "both"):
-            chosen = bench.level3[: config.limit] if config.limit else bench.level3
-            items += [(f"L3/episode/{it.id}", it) for it in chosen]
-        if level == 3 and config.level3 == "loop":
+        call = protocol.prepare_call(call, 3)
+        try:
+            call_text = format_call(call)
+        except ValueError as exc:
+            steps.append(EpisodeStep(comp.text, error=str(exc)))
             continue
-        samples = [s for s in bench.samples(level) if s.kind in config.tasks]
-        if config.limit:
-            samples = samples[: config.limit]
-        items += [(s.key, s) for s in samples]
-    return items
+        result = box.execute_safely(call).to_dict()
+        steps.append(EpisodeStep(comp.text, call_text, result))
+        done.append(ApiRecord(call.name, dict(call.args), result))
+    return PredictionRecord.for_item(
+        episode,
+        output=final,
+        steps=steps,
+        stopped="answered" if final is not None else "step limit",
+        prompt_tokens=usage[0],
+        completion_tokens=usage[1],
+        latency_s=round(time.perf_counter() - start, 4),
+    )
+
+
+class _Answerer:
+    """Answers one sample or episode; identical prompts (duplicate samples) reuse the first answer.
+
+    Attributes:
+        unreachable: keys of the items whose backend failure was "server unreachable".
+    """
+
+    def __init__(self, backend: Backend, bench: Benchmark, protocol: GradingProtocol, config: RunConfig) -> None:
+        self.backend, self.bench, self.protocol, self.config = backend, bench, protocol, config
+        self.unreachable: set[str] = set()
+        self._cache: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def failure(self, item: Sample | Episode, exc: Exception, **values: Any) -> PredictionRecord:
+        """The record of a failed item (any exception from the backend is recorded, never raised)."""
+        if isinstance(exc, BackendError) and exc.connection:
+            with self._lock:
+                self.unreachable.add(item.key)
+        return PredictionRecord.for_item(item, error=_error_text(exc), **values)
+
+    def __call__(self, item: Sample | Episode) -> PredictionRecord:
+        if isinstance(item, Episode):
+            try:
+                return run_episode(item, self.backend, self.bench, self.protocol, self.config)
+            except Exception as exc:  # noqa: BLE001 - any backend failure is recorded with the episode
+                return self.failure(item, exc)
+        release_item = self.bench.release_prompt(item) if self.protocol.release_prompts else None
+        prompt = build_prompt(item.context(), self.bench.toolset(item.level), shots=self.config.shots, release_item=release_item)
+        sha = hashlib.sha256(prompt.text.encode()).hexdigest()[:16]
+        with self._lock:
+            cached = self._cache.get(sha)
+        if cached is not None:  # a duplicate sample: same prompt, same greedy answer
+            return PredictionRecord.for_item(item, prompt_sha=sha, reused=True, **cached)
+        request = Request(prompt, item.context(), item, self.config.max_tokens, STOPS[item.kind], self.config.native_tools)
+        try:
+            comp = self.backend.complete(request)
+        except Exception as exc:  # noqa: BLE001 - recorded, retried with retry_failed
+            return self.failure(item, exc, prompt_sha=sha)
+        values = _completion_values(comp)
+        with self._lock:
+            self._cache[sha] = values
+        return PredictionRecord.for_item(item, prompt_sha=sha, **values)
+
+
+def answer_all(
+    todo: list[Sample | Episode],
+    answer: Callable[[Sample | Episode], PredictionRecord],
+    writer: PredictionWriter,
+    *,
+    workers: int = 1,
+    on_record: Callable[[PredictionRecord], None] | None = None,
+    is_unreachable: Callable[[PredictionRecord], bool] = lambda r: False,
+) -> dict[str, int]:
+    """Answer every item, writing each record as soon as it exists.
+
+    Stops early, raising :class:`BackendError`, after
+    :data:`MAX_CONSECUTIVE_UNREACHABLE` consecutive records that
+    ``is_unreachable``; a KeyboardInterrupt stops it too. Records already
+    written stay written either way.
+
+    Returns:
+        ``{"answered": n, "failed": m}``.
+    """
+    counts = {"answered": 0, "failed": 0}
+    streak: list[PredictionRecord] = []
+
+    def take(rec: PredictionRecord) -> None:
+        writer.write(rec)
+        counts["failed" if rec.failed else "answered"] += 1
+        if on_record is not None:
+            on_record(rec)
+        if is_unreachable(rec):
+            streak.append(rec)
+            if len(streak) >= MAX_CONSECUTIVE_UNREACHABLE:
+                raise BackendError(f"{len(streak)} samples in a row could not reach the model; the first said: {streak[0].error}", connection=True)
+        else:
+            streak.clear()
+
+    if workers == 1:
+        for item in todo:
+            take(answer(item))
+        return counts
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        pending: set[Future[PredictionRecord]] = set()
+        queue = iter(todo)
+        for item in queue:
+            pending.add(pool.submit(answer, item))
+            if len(pending) >= workers * 2:
+                break
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                take(fut.result())
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(answer, nxt))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return counts
 
 
 def run(
     config: RunConfig,
     *,
-    backend: Any = None,
+    backend: Backend | None = None,
     bench: Benchmark | None = None,
     progress: bool | Callable[..., Any] = True,
 ) -> RunResult:
@@ -277,108 +315,73 @@ def run(
 
     Args:
         config: the run settings.
-        backend: an already-built backend (else built from ``config.model``).
+        backend: an already-built backend (else built from ``config.model`` and its options).
         bench: an already-loaded benchmark (else loaded from ``config.data``).
         progress: show a progress bar (True), none (False), or a tqdm-like factory.
+
+    Raises:
+        ConfigError: invalid settings, or a folder holding a run with other settings.
+        BackendError: the model cannot be reached (before the run, or several samples in a row).
+        RunStopped: interrupted (Ctrl-C) or stopped because the model became unreachable;
+            everything answered so far is saved.
     """
     config.validate()
+    protocol = get_protocol(config.protocol)
     bench = bench or load_benchmark(config.data)
-    folder = config.run_dir(bench.fingerprint)
-    folder.mkdir(parents=True, exist_ok=True)
-    identity = config.identity(bench.fingerprint)
-    cfg_path = folder / "config.json"
-    if cfg_path.is_file():
-        previous = json.loads(cfg_path.read_text())
-        if previous.get("identity") != json.loads(json.dumps(identity, default=str)):
-            raise ConfigError(f"{folder} holds a run with other settings; choose another --out or delete it")
     if backend is None:
         from apibank_lib.backends import load_backend
 
         backend = load_backend(config.model, **config.backend_options)
-    grader = Grader(bench, config.protocol)
-    cfg = {
-        "identity": identity,
-        "config": {k: v for k, v in asdict(config).items() if k not in ("out",)},
-        "backend": backend.info(),
-        "data": str(bench.root),
-        "official_release": bench.official,
-        "code_version": _code_version(),
-    }
-    cfg_path.write_text(json.dumps(cfg, indent=2, default=str) + "\n")
-    pred_path = folder / "predictions.jsonl"
-    existing = read_predictions(pred_path, repair=True)
-    work = _work(bench, config)
-    todo = [(k, x) for k, x in work if k not in existing or (config.retry_failed and existing[k].get("error"))]
-    skipped = len(work) - len(todo)
-    lock = threading.Lock()
-    prompt_cache: dict[str, dict[str, Any]] = {}
-    counts = {"answered": 0, "failed": 0}
-    start = time.perf_counter()
+    work = plan(bench, config)
+    folder = open_run(config, bench, backend)
+    existing = folder.read_predictions(repair=True).records
+    todo = [x for x in work if x.key not in existing or (config.retry_failed and existing[x.key].failed)]
+    if todo:
+        backend.preflight()
+    workers = config.concurrency if backend.concurrent else 1
     bar = None
-    if progress:
+    if progress and todo:
         if callable(progress):
             bar = progress(total=len(todo))
         else:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(todo), unit="sample", desc=backend.name, dynamic_ncols=True)
-
-    def answer(key: str, x: Sample | Level3Item) -> dict[str, Any]:
-        if isinstance(x, Level3Item):
-            base = {"key": key, "level": 3, "kind": "episode", "dialogue_id": str(x.id), "sample_id": 0, "duplicate": False}
+    answerer = _Answerer(backend, bench, protocol, config)
+    start = time.perf_counter()
+    counts: dict[str, int] = {}
+    try:
+        with folder.prediction_writer() as writer:
             try:
-                return {**base, **run_episode(x, backend, grader, bench, config), "error": None}
-            except Exception as exc:  # noqa: BLE001 - any backend failure is recorded with the sample
-                return {**base, "steps": [], "final": None, "error": f"{type(exc).__name__}: {exc}"}
-        prompt: Prompt = build_prompt(x, bench, _toolset(grader, x.level), protocol=config.protocol, shots=config.shots)
-        base = {"key": key, "level": x.level, "kind": x.kind, "dialogue_id": x.dialogue_id, "sample_id": x.sample_id, "duplicate": x.duplicate}
-        sha = hashlib.sha256(prompt.text.encode()).hexdigest()[:16]
-        base["prompt_sha"] = sha
-        with lock:
-            cached = prompt_cache.get(sha)
-        if cached is not None:  # a duplicate sample: same prompt, same greedy answer
-            return {**base, **cached, "error": None, "reused": True}
-        req = Request(prompt, x.kind, x, config.max_tokens, STOPS[x.kind], config.native_tools)
-        try:
-            comp = backend.complete(req)
-        except Exception as exc:  # noqa: BLE001 - recorded, retried with retry_failed
-            kind = "BackendError" if isinstance(exc, BackendError) else type(exc).__name__
-            return {**base, "output": None, "tool_calls": [], "error": f"{kind}: {exc}"}
-        rec = _completion_record(comp)
-        with lock:
-            prompt_cache[sha] = rec
-        return {**base, **rec, "error": None}
-
-    with pred_path.open("a", encoding="utf-8") as out:
-
-        def write(rec: dict[str, Any]) -> None:
-            with lock:
-                out.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
-                out.flush()
-                counts["failed" if rec.get("error") else "answered"] += 1
-            if bar is not None:
-                bar.update(1)
-
-        workers = config.concurrency if getattr(backend, "concurrent", False) else 1
-        if workers == 1:
-            for key, x in todo:
-                write(answer(key, x))
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(answer, key, x) for key, x in todo]
-                for fut in as_completed(futures):
-                    write(fut.result())
-    if bar is not None:
-        bar.close()
+                counts = answer_all(
+                    todo,
+                    answerer,
+                    writer,
+                    workers=workers,
+                    on_record=(lambda _: bar.update(1)) if bar is not None else None,
+                    is_unreachable=lambda r: r.key in answerer.unreachable,
+                )
+            except (KeyboardInterrupt, BackendError) as exc:
+                saved = len(folder.read_predictions().records)
+                why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+                raise RunStopped(f"stopped: {why}", folder.path, saved, len(work) - saved) from exc
+    finally:
+        if bar is not None:
+            bar.close()
     elapsed = time.perf_counter() - start
-    final = read_predictions(pred_path)
-    summary = {
-        "model": config.model,
-        "protocol": config.protocol,
-        "levels": list(config.levels),
-        "samples_in_folder": len(final),
-        "failed_in_folder": sum(1 for r in final.values() if r.get("error")),
-        "this_invocation": {"requested": len(work), "skipped": skipped, "answered": counts["answered"], "failed": counts["failed"], "elapsed_s": round(elapsed, 3)},
-    }
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return RunResult(folder, len(work), skipped, counts["answered"], counts["failed"], elapsed)
+    _write_summary(folder, config, len(work), len(work) - len(todo), counts, elapsed)
+    return RunResult(folder.path, len(work), len(work) - len(todo), counts["answered"], counts["failed"], elapsed)
+
+
+def _write_summary(folder: RunFolder, config: RunConfig, total: int, skipped: int, counts: dict[str, int], elapsed: float) -> None:
+    final = folder.read_predictions().records
+    folder.write_summary(
+        {
+            "model": config.model,
+            "protocol": config.protocol,
+            "levels": list(config.levels),
+            "samples_in_folder": len(final),
+            "failed_in_folder": sum(1 for r in final.values() if r.failed),
+            "this_invocation": {"requested": total, "skipped": skipped, **counts, "elapsed_s": round(elapsed, 3)},
+        }
+    )

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from apibank_lib.calls import parse_calls
-from apibank_lib.errors import CallError, ConfigError, ParseError
-from apibank_lib.tools.base import Conversion, Tool, convert_arguments
+from apibank_lib.errors import CallError, ParseError, ToolError
+from apibank_lib.tools.base import Tool
+from apibank_lib.tools.conversion import TYPED_CONVERSION, ArgumentConversion
 from apibank_lib.tools.toolset import ToolSet
 from apibank_lib.types import ApiCall, ApiResult, ToolSchema
 
@@ -47,11 +48,20 @@ def json_copy(value: Any) -> Any:
 
 @dataclass
 class TraceEntry:
-    """One executed call: the call, and either its result or the error that stopped it."""
+    """One executed call: the call, and either its result or the error that stopped it.
+
+    Attributes:
+        call: the call as given.
+        result: its envelope, when the tool ran.
+        error: why the call never produced an envelope (unknown tool, bad
+            arguments), or the bug that broke the tool.
+        tool_error: True when ``error`` is a bug of the tool (a ToolError).
+    """
 
     call: ApiCall
     result: ApiResult | None
     error: str | None = None
+    tool_error: bool = False
 
 
 class Sandbox:
@@ -60,8 +70,8 @@ class Sandbox:
     Args:
         toolset: the tools this episode may call.
         databases: database name -> initial data; never modified.
-        conversion: argument conversion mode, ``"v2"`` (typed) or ``"paper"``
-            (the original ToolManager's rules).
+        conversion: the argument conversion (typed by default; a grading
+            protocol passes its own).
         searcher: what ToolSearcher uses: an object with
             ``search(keywords, k) -> list[(ToolSchema, score)]``, or a zero-argument
             factory returning one (called on first use), or None for the default
@@ -73,18 +83,19 @@ class Sandbox:
         toolset: ToolSet,
         databases: Mapping[str, Any],
         *,
-        conversion: Conversion = "v2",
+        conversion: ArgumentConversion = TYPED_CONVERSION,
         searcher: Any = None,
     ) -> None:
-        if conversion not in ("v2", "paper"):
-            raise ConfigError(f"conversion must be 'v2' or 'paper', not {conversion!r}")
         self.toolset = toolset
-        self.conversion: Conversion = conversion
+        self.conversion = conversion
         self._pristine = databases
         self._copies: dict[str, Any] = {}
         self._tools: dict[str, Tool] = {}
         self._searcher = searcher
         self.trace: list[TraceEntry] = []
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.toolset.name!r}, {len(self.trace)} calls made, conversion={self.conversion.name!r})"
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -162,6 +173,8 @@ class Sandbox:
             ParseError: call text that cannot be parsed.
             CallError: unknown tool, unknown parameter, bad type or missing argument
                 (the call never reaches the tool; the trace records it).
+            ToolError: the tool broke in a way it did not mean to (a bug; the
+                trace records it).
         """
         if isinstance(call, str):
             calls = parse_calls(call)
@@ -170,25 +183,30 @@ class Sandbox:
             call = calls[0]
         try:
             cls = self.toolset.get(call.name)
-            args = convert_arguments(cls, call.args, self.conversion)
+            args = self.conversion.convert(cls, call.args)
             tool = self.tool(call.name)
         except CallError as exc:
             self.trace.append(TraceEntry(call, None, str(exc)))
             raise
-        raw = tool.call(**args)
+        try:
+            raw = tool.call(**args)
+        except ToolError as exc:
+            self.trace.append(TraceEntry(call, None, str(exc), tool_error=True))
+            raise
         # Snapshot the envelope: outputs may be live database objects that later calls change.
         result = ApiResult(raw.api_name, json_copy(raw.input), json_copy(raw.output), raw.exception)
         self.trace.append(TraceEntry(call, result))
         return result
 
     def execute_safely(self, call: ApiCall | str) -> ApiResult:
-        """Like :meth:`execute`, but a parse or call error becomes the envelope's exception.
+        """Like :meth:`execute`, but a parse, call or tool error becomes the envelope's exception.
 
-        This is what a model sees in an interactive loop: the error text, never a crash.
+        This is what a model sees in an interactive loop: the error text, never a
+        crash. A tool's bug stays visible in :attr:`trace` (``tool_error``).
         """
         try:
             return self.execute(call)
-        except (CallError, ParseError) as exc:
+        except (CallError, ParseError, ToolError) as exc:
             name = call.name if isinstance(call, ApiCall) else None
             args = dict(call.args) if isinstance(call, ApiCall) else None
             return ApiResult(name, args, None, str(exc))
@@ -204,5 +222,3 @@ class Sandbox:
             self.tool(call.name).adopt_recorded(result, dict(recorded))
         return result
 
-
-SearcherFactory = Callable[[], Any]

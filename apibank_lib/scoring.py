@@ -1,185 +1,179 @@
-"""Score a run folder: API-call accuracy and ROUGE-L per level, from the folder alone.
+"""Score a run folder from the folder alone: judge every prediction, aggregate, write.
 
-Nothing here queries a model: predictions are read from ``predictions.jsonl``,
-the benchmark named in ``config.json`` is loaded (its fingerprint checked), and
-each prediction is judged under the run's protocol.
+Nothing here queries a model. :func:`score_run` reads the folder
+(:class:`~apibank_lib.runs.RunFolder`), loads the benchmark named in its config
+(or the one given, when the data moved; its fingerprint must match), and then:
 
-* API-call samples: judged by :class:`~apibank_lib.protocols.Grader`; accuracy
-  is correct / samples (duplicate samples included, as in the paper). A sample
-  whose backend call failed counts as wrong.
-* Response samples: ROUGE-L F of the ``rouge`` package (the original's metric:
-  summary-level, sentences split on ``.``, case-sensitive, set-based). Levels
-  1-2 round each score to 4 decimals; level 3 strips ``User:``/``AI:`` first.
-  A text the package cannot score (empty, or only punctuation) scores 0 where
-  the original crashed. Under ``v2`` a leading ``AI:`` is also stripped at
-  levels 1-2.
-* Level-3 episodes (agent loop): an episode succeeds when every gold
-  non-search call was made with a result the gold API's rule accepts, and the
-  end state equals the gold end state.
+1. :func:`judge_predictions`: each prediction is judged under the run's protocol
+   (:class:`~apibank_lib.grading.Grader`) into a
+   :class:`~apibank_lib.runs.JudgmentRecord`. A sample whose backend call failed
+   counts as wrong (and is counted apart).
+2. :func:`aggregate`: API-call accuracy (correct / samples, duplicate samples
+   included, as in the paper), ROUGE-L of replies and the episode success rate
+   per level; the overall figures are micro averages over every scored sample;
+   coverage says how much of what the run's settings ask for was answered.
+3. ``judgments.jsonl`` and ``metrics.json`` are written.
 """
 
 from __future__ import annotations
 
-import json
-import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.calls import parse_first_call
 from apibank_lib.datasets import Benchmark, load_benchmark
-from apibank_lib.errors import ConfigError, ParseError
-from apibank_lib.protocols import Grader
-from apibank_lib.runner import prediction_text, read_predictions
-from apibank_lib.types import Level3Item, Sample
+from apibank_lib.errors import ConfigError
+from apibank_lib.grading import Grader
+from apibank_lib.protocols import get_protocol
+from apibank_lib.runs import JudgmentRecord, Predictions, RunFolder, RunInfo, plan
+from apibank_lib.taxonomy import PAPER_LABEL
+from apibank_lib.types import ApiCallSample, Episode, Sample
 
-__all__ = ["rouge_l", "score_run", "judge_episode", "load_run"]
+__all__ = ["score_run", "judge_predictions", "aggregate", "coverage"]
 
-
-def rouge_l(hypothesis: str, reference: str) -> float:
-    """ROUGE-L F1 with the ``rouge`` package's semantics; 0 when either text has no token."""
-    from rouge import Rouge
-
-    if not hypothesis or not hypothesis.strip() or not reference or not reference.strip():
-        return 0.0
-    try:
-        return float(Rouge().get_scores(hypothesis, reference)[0]["rouge-l"]["f"])
-    except ValueError:  # "Hypothesis is empty." for texts such as "..."
-        return 0.0
+TOTAL_NOTE = "overall = micro average over all scored samples (the paper does not state how its Total is aggregated)"
 
 
-def _response_score(text: str, reference: str, level: int, protocol: str) -> float:
-    if level == 3:
-        return rouge_l(text.replace("User:", "").replace("AI:", "").strip(), reference)
-    if protocol == "v2":
-        text = re.sub(r"^\s*AI:\s*", "", text)
-    return round(rouge_l(text, reference), 4)
-
-
-def judge_episode(item: Level3Item, record: dict[str, Any], grader: Grader) -> dict[str, Any]:
-    """Judge one agent episode against its item's gold steps and gold end state."""
-    gold_box = grader.new_sandbox(3)
-    for st in item.steps:
-        gold_box.execute_safely(st.call)
-    box = grader.new_sandbox(3)
-    executed: list[tuple[str, dict[str, Any]]] = []
-    for st in record.get("steps") or []:
-        if not st.get("call"):
-            continue
-        try:
-            call = parse_first_call(st["call"])
-        except ParseError:
-            continue
-        if call is not None:
-            executed.append((call.name, box.execute_safely(call).to_dict()))
-    required = [st for st in item.steps if st.api_name != "ToolSearcher"]
-    used = [False] * len(executed)
-    matched = 0
-    for st in required:
-        for i, (name, result) in enumerate(executed):
-            if not used[i] and name == st.api_name and grader.check_result(box, st.api_name, result, st.output)[0]:
-                used[i] = True
-                matched += 1
-                break
-    same_state = box.fingerprint(outcome_only=True) == gold_box.fingerprint(outcome_only=True)
-    return {
-        "required_calls": len(required),
-        "matched_calls": matched,
-        "same_end_state": same_state,
-        "calls_made": len(executed),
-        "success": matched == len(required) and same_state,
-    }
-
-
-def load_run(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """(config, last prediction per key) of a run folder."""
-    run_dir = Path(run_dir)
-    cfg_path = run_dir / "config.json"
-    if not cfg_path.is_file():
-        raise ConfigError(f"{run_dir} is not a run folder (no config.json)")
-    return json.loads(cfg_path.read_text()), read_predictions(run_dir / "predictions.jsonl")
-
-
-def score_run(run_dir: str | Path, *, bench: Benchmark | None = None, write: bool = True) -> dict[str, Any]:
-    """Score a run folder under its own protocol; also writes ``metrics.json`` and ``judgments.jsonl``.
-
-    Returns:
-        ``{"model", "protocol", "levels": {"1": {...}}, "overall": {...}}``.
-    """
-    run_dir = Path(run_dir)
-    cfg, preds = load_run(run_dir)
-    protocol = cfg["identity"]["protocol"]
-    bench = bench or load_benchmark(cfg["data"])
-    if bench.fingerprint != cfg["identity"]["data_fingerprint"]:
-        raise ConfigError(f"the data at {cfg['data']} changed since the run (fingerprint {bench.fingerprint} != {cfg['identity']['data_fingerprint']})")
-    grader = Grader(bench, protocol)
-    levels: dict[str, dict[str, Any]] = {}
-    judgments: list[dict[str, Any]] = []
+def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions) -> list[JudgmentRecord]:
+    """Judge every prediction, in dataset order (the ``paper`` protocol's shared level-3 state depends on it)."""
+    out: list[JudgmentRecord] = []
     for level in (1, 2, 3):
-        api_n = api_ok = failed = 0
-        rouge_sum, rouge_n = 0.0, 0
-        for s in bench.samples(level):  # dataset order: the paper protocol's level-3 state depends on it
-            rec = preds.get(s.key)
+        items: list[Sample | Episode] = [*bench.samples(level)]
+        if level == 3:
+            items += bench.episodes()
+        for item in items:
+            rec = predictions.get(item.key)
             if rec is None:
                 continue
-            text = prediction_text(rec) if not rec.get("error") else ""
-            failed += bool(rec.get("error"))
-            if s.kind == "api":
-                j = grader.judge_api(s, text)
-                api_n += 1
-                api_ok += j.correct
-                judgments.append({"key": s.key, "gold_api": _gold_api(s), **j.to_dict(), "backend_error": rec.get("error")})
+            base = JudgmentRecord(item.key, item.level, item.kind, item.dialogue_id, item.sample_id, item.duplicate, backend_error=rec.error)
+            if isinstance(item, Episode):
+                if rec.failed:
+                    base.correct = False
+                else:
+                    ej = grader.judge_episode(item, rec.executed_calls())
+                    base.correct = ej.success
+                    base.required_calls, base.matched_calls = ej.required_calls, ej.matched_calls
+                    base.same_end_state, base.calls_made, base.tool_errors = ej.same_end_state, ej.calls_made, ej.tool_errors
+            elif isinstance(item, ApiCallSample):
+                j = grader.judge_api(item, rec.text())
+                base.gold_api = item.gold.api_name
+                base.correct, base.reason, base.call, base.result, base.notes = j.correct, j.reason, j.call_text, j.result, j.notes
+                if j.category is not None:
+                    base.category, base.paper_category = j.category.value, PAPER_LABEL[j.category].value
             else:
-                score = _response_score(text, str(s.gold.text), level, protocol)
-                rouge_sum += score
-                rouge_n += 1
-                judgments.append({"key": s.key, "rouge_l": score, "backend_error": rec.get("error")})
-        ep_n = ep_ok = 0
-        if level == 3:
-            for item in bench.level3:
-                rec = preds.get(f"L3/episode/{item.id}")
-                if rec is None:
-                    continue
-                res = judge_episode(item, rec, grader) if not rec.get("error") else {"success": False, "error": rec["error"]}
-                ep_n += 1
-                ep_ok += bool(res["success"])
-                judgments.append({"key": f"L3/episode/{item.id}", **res})
-        if api_n or rouge_n or ep_n:
-            entry: dict[str, Any] = {
-                "api_samples": api_n,
-                "api_correct": api_ok,
-                "api_accuracy": round(api_ok / api_n, 4) if api_n else None,
-                "response_samples": rouge_n,
-                "rouge_l": round(rouge_sum / rouge_n, 4) if rouge_n else None,
-                "backend_errors": failed,
-            }
-            if ep_n:
-                entry.update({"episodes": ep_n, "episodes_succeeded": ep_ok, "episode_success_rate": round(ep_ok / ep_n, 4)})
-            levels[str(level)] = entry
+                base.rouge_l = grader.judge_response(item, rec.text())
+            out.append(base)
+    return out
+
+
+def coverage(bench: Benchmark, info: RunInfo, predictions: Predictions) -> dict[str, Any]:
+    """How much of what the run's settings ask for is in the folder.
+
+    Returns:
+        ``{"expected", "answered", "failed", "missing", "lines_dropped", "dropped", "partial"}``:
+        answered excludes failed samples; a run is partial when something expected
+        is missing or a line of its predictions file could not be read.
+    """
+    expected = {x.key for x in plan(bench, info.run_config())}
+    present = {k: r for k, r in predictions.records.items() if k in expected}
+    failed = sum(1 for r in present.values() if r.failed)
+    missing = len(expected) - len(present)
+    return {
+        "expected": len(expected),
+        "answered": len(present) - failed,
+        "failed": failed,
+        "missing": missing,
+        "lines_dropped": len(predictions.dropped),
+        "dropped": list(predictions.dropped),
+        "partial": missing > 0 or bool(predictions.dropped),
+    }
+
+
+def _ratio(num: float, den: int) -> float | None:
+    return round(num / den, 4) if den else None
+
+
+def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
+    """Per-level and overall metrics of a list of judgments.
+
+    Returns:
+        ``{"levels": {"1": {...}, ...}, "overall": {...}}``; per level: API-call
+        samples, correct, accuracy, response samples, ROUGE-L, backend errors,
+        and for level-3 episodes their count, successes and success rate.
+    """
+    levels: dict[str, dict[str, Any]] = {}
+    for level in (1, 2, 3):
+        mine = [j for j in judgments if j.level == level]
+        if not mine:
+            continue
+        api = [j for j in mine if j.kind == "api"]
+        replies = [j for j in mine if j.kind == "response"]
+        episodes = [j for j in mine if j.kind == "episode"]
+        entry: dict[str, Any] = {
+            "api_samples": len(api),
+            "api_correct": sum(1 for j in api if j.correct),
+            "api_accuracy": _ratio(sum(1 for j in api if j.correct), len(api)),
+            "response_samples": len(replies),
+            "rouge_l": _ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
+            "backend_errors": sum(1 for j in mine if j.backend_error),
+        }
+        if episodes:
+            ok = sum(1 for j in episodes if j.correct)
+            entry.update({"episodes": len(episodes), "episodes_succeeded": ok, "episode_success_rate": _ratio(ok, len(episodes))})
+        levels[str(level)] = entry
     api_n = sum(v["api_samples"] for v in levels.values())
-    api_ok = sum(v["api_correct"] for v in levels.values())
     r_n = sum(v["response_samples"] for v in levels.values())
     r_sum = sum((v["rouge_l"] or 0) * v["response_samples"] for v in levels.values())
+    overall = {
+        "api_samples": api_n,
+        "api_accuracy": _ratio(sum(v["api_correct"] for v in levels.values()), api_n),
+        "response_samples": r_n,
+        "rouge_l": _ratio(r_sum, r_n),
+        "backend_errors": sum(v["backend_errors"] for v in levels.values()),
+        "note": TOTAL_NOTE,
+    }
+    return {"levels": levels, "overall": overall}
+
+
+def score_run(run_dir: str | Path, *, bench: Benchmark | None = None, data: str | Path | None = None, write: bool = True) -> dict[str, Any]:
+    """Score a run folder under its own protocol; also writes ``metrics.json`` and ``judgments.jsonl``.
+
+    Args:
+        run_dir: the run folder.
+        bench: an already-loaded benchmark (it must be the run's data).
+        data: where the run's data is now, when it moved (default: the path in its config).
+        write: write ``judgments.jsonl`` and ``metrics.json``.
+
+    Returns:
+        ``{"model", "protocol", "data_fingerprint", "levels": {...}, "overall": {...}, "coverage": {...}, "partial"}``.
+
+    Raises:
+        ConfigError: not a run folder, or the data differs from the run's (fingerprint).
+        DataError: the data cannot be loaded.
+    """
+    folder = RunFolder(run_dir)
+    info = folder.read_info()
+    protocol = get_protocol(info.protocol)
+    if bench is None:
+        root = data if data is not None else info.data
+        if not Path(root).is_dir():
+            raise ConfigError(f"the run's data is no longer at {root}; give its new place with --data")
+        bench = load_benchmark(root)
+    expected_fp = info.identity["data_fingerprint"]
+    if bench.fingerprint != expected_fp:
+        raise ConfigError(f"the data at {bench.root} is not the run's data (fingerprint {bench.fingerprint}, the run used {expected_fp})")
+    predictions = folder.read_predictions()
+    judgments = judge_predictions(bench, Grader(bench, protocol), predictions)
+    cov = coverage(bench, info, predictions)
     metrics = {
-        "model": cfg["identity"]["model"],
-        "protocol": protocol,
+        "model": info.model,
+        "protocol": protocol.name,
         "data_fingerprint": bench.fingerprint,
-        "levels": levels,
-        "overall": {
-            "api_samples": api_n,
-            "api_accuracy": round(api_ok / api_n, 4) if api_n else None,
-            "response_samples": r_n,
-            "rouge_l": round(r_sum / r_n, 4) if r_n else None,
-            "note": "overall = micro average over all scored samples (the paper does not state how its Total is aggregated)",
-        },
+        **aggregate(judgments),
+        "coverage": cov,
+        "partial": cov["partial"],
     }
     if write:
-        (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        with (run_dir / "judgments.jsonl").open("w", encoding="utf-8") as f:
-            for j in judgments:
-                f.write(json.dumps(j, ensure_ascii=False, default=str) + "\n")
+        folder.write_metrics(metrics)
+        folder.write_judgments(judgments)
     return metrics
-
-
-def _gold_api(sample: Sample) -> str:
-    gold = sample.gold
-    return str(getattr(gold, "api_name", ""))

@@ -1,9 +1,15 @@
 """Error categories of API-call predictions, and the pure function that assigns them.
 
-The seven paper categories plus two of ours (see the spec, formats §8): the
-residual "wrong values" (a call that ran cleanly but disagrees with the gold,
-which the paper folds into Invalid Input Parameters) and "checker error" (the
-original checker itself crashed; reported separately, never blamed on the model).
+The paper's seven categories (No API Call, API Hallucination, Invalid Input
+Parameters, False API Call Format, Missing Input Parameters, Has Exception,
+Failed API Retrieval) plus three of ours:
+
+* "Wrong Values": a call that ran cleanly but disagrees with the gold; the paper
+  folds it into Invalid Input Parameters (:data:`PAPER_LABEL` does the same).
+* "Checker Error": the correctness rule itself crashed on the prediction.
+* "Tool Error": the tool broke in a way it did not mean to (a bug of ours).
+
+The last two are reported separately and never blamed on the model.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["ErrorCategory", "Observation", "classify", "PAPER_LABEL"]
+__all__ = ["ErrorCategory", "Observation", "classify", "PAPER_LABEL", "NOT_THE_MODELS"]
 
 
 class ErrorCategory(str, Enum):
@@ -26,11 +32,16 @@ class ErrorCategory(str, Enum):
     FAILED_API_RETRIEVAL = "Failed API Retrieval"
     WRONG_VALUES = "Wrong Values"
     CHECKER_ERROR = "Checker Error"
+    TOOL_ERROR = "Tool Error"
 
 
 PAPER_LABEL: dict[ErrorCategory, ErrorCategory] = {c: c for c in ErrorCategory}
-"""Our categories mapped onto the paper's seven (wrong values count as invalid input parameters)."""
+"""Our categories mapped onto the paper's seven (wrong values count as invalid input parameters;
+checker and tool errors are not the model's and keep their own labels)."""
 PAPER_LABEL[ErrorCategory.WRONG_VALUES] = ErrorCategory.INVALID_INPUT_PARAMETERS
+
+NOT_THE_MODELS: frozenset[ErrorCategory] = frozenset({ErrorCategory.CHECKER_ERROR, ErrorCategory.TOOL_ERROR})
+"""Categories that blame our code, not the prediction."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,7 @@ class Observation:
         missing_parameter: a required argument is absent.
         raised: the executed call returned an exception.
         gold_is_search: the gold call is ToolSearcher.
+        tool_broke: the tool raised an error it did not mean to (a bug).
         checker_crashed: the checker raised something other than a plain mismatch.
         correct: the checker accepted the prediction.
     """
@@ -58,6 +70,7 @@ class Observation:
     missing_parameter: bool = False
     raised: bool = False
     gold_is_search: bool = False
+    tool_broke: bool = False
     checker_crashed: bool = False
     correct: bool = False
 
@@ -76,6 +89,8 @@ def classify(obs: Observation) -> ErrorCategory | None:
         return ErrorCategory.INVALID_INPUT_PARAMETERS
     if obs.missing_parameter:
         return ErrorCategory.MISSING_INPUT_PARAMETERS
+    if obs.tool_broke:
+        return ErrorCategory.TOOL_ERROR
     if obs.raised:
         return ErrorCategory.HAS_EXCEPTION
     if obs.checker_crashed:

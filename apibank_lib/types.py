@@ -1,27 +1,48 @@
 """Plain data types passed between every component.
 
-Everything here is a small dataclass with no behaviour beyond conversion to and
-from the JSON shapes of the official API-Bank release.
+Everything here is a small dataclass with no behaviour beyond convenience
+accessors. Reading and writing them in on-disk formats lives in
+:mod:`apibank_lib.formats`.
+
+The shapes, bottom up:
+
+* :class:`ApiCall` (a name and arguments) and :class:`ApiResult` (the four-field
+  envelope every API returns).
+* :class:`Param` and :class:`ToolSchema`: an API's metadata.
+* A dialogue is a list of turns; a :data:`Turn` is an :class:`Utterance` (User or
+  AI) or an :class:`ApiRecord` (a call and its recorded envelope). A level-3
+  :class:`Level3Item` is a requirement, gold :class:`ApiRecord` steps and a final
+  response.
+* Evaluation units: an :class:`ApiCallSample` (predict the next call), a
+  :class:`ResponseSample` (predict the reply) and an :class:`Episode` (a whole
+  level-3 agent loop). What a model is shown for one step is a :class:`Context`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Union
 
 __all__ = [
     "ApiCall",
     "ApiResult",
     "Param",
     "ToolSchema",
+    "Utterance",
+    "ApiRecord",
     "Turn",
     "Dialogue",
-    "Level3Step",
     "Level3Item",
+    "Context",
+    "ApiCallSample",
+    "ResponseSample",
     "Sample",
+    "Episode",
+    "Task",
 ]
 
-Role = Literal["User", "AI", "API"]
+Task = Literal["api", "response"]
+"""The two prediction tasks: the next API call, or the next reply to the user."""
 
 
 @dataclass
@@ -33,11 +54,6 @@ class ApiCall:
 
     name: str
     args: dict[str, Any] = field(default_factory=dict)
-
-    def __str__(self) -> str:  # pragma: no cover - convenience only
-        from apibank_lib.calls import format_call
-
-        return format_call(self)
 
 
 @dataclass
@@ -115,40 +131,64 @@ class ToolSchema:
         }
 
 
-@dataclass
-class Turn:
-    """One record of a level-1/2 dialogue: a User or AI utterance, or an API call.
+# --- dialogues ------------------------------------------------------------------------------------
 
-    For ``role == "API"``: ``api_name``, ``param_dict`` (the arguments as a model
-    should write them; strings in the official data) and ``result`` (the recorded
-    envelope as a dict) are set; ``text`` is None. ``line`` is the record's line
-    in its file, when it was read from one.
+
+@dataclass(frozen=True)
+class Utterance:
+    """A User or AI turn of a dialogue.
+
+    Attributes:
+        role: ``"User"`` or ``"AI"``.
+        text: what was said.
+        line: the record's line in its file, when it was read from one.
     """
 
-    role: Role
-    text: str | None = None
-    api_name: str | None = None
-    param_dict: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
+    role: Literal["User", "AI"]
+    text: str
     line: int | None = field(default=None, compare=False, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The official JSONL record."""
-        if self.role == "API":
-            return {"role": "API", "api_name": self.api_name, "param_dict": self.param_dict, "result": self.result}
-        return {"role": self.role, "text": self.text}
+
+@dataclass(frozen=True)
+class ApiRecord:
+    """A recorded API call: the arguments as written and the envelope the API returned.
+
+    At levels 1-2 this is a dialogue's ``API`` record (``param_dict`` and
+    ``result``); at level 3 a gold step (``input`` and ``output``). Arguments are
+    text in the official data (lists in Python notation).
+
+    Attributes:
+        api_name: the API called.
+        args: the arguments as a model should write them.
+        result: the recorded envelope (``api_name``, ``input``, ``output``, ``exception``).
+        line: the record's line in its file, when it was read from one.
+    """
+
+    api_name: str
+    args: dict[str, Any]
+    result: dict[str, Any]
+    line: int | None = field(default=None, compare=False, repr=False)
+
+    role: ClassVar[str] = "API"
 
     @property
     def call(self) -> ApiCall:
-        """The gold call of an API record."""
-        if self.role != "API" or self.api_name is None:
-            raise ValueError("only API records carry a call")
-        return ApiCall(self.api_name, dict(self.param_dict or {}))
+        """The call, as an :class:`ApiCall` (a copy: changing it leaves the record alone)."""
+        return ApiCall(self.api_name, dict(self.args))
+
+    @property
+    def output(self) -> Any:
+        """The recorded output (``result["output"]``)."""
+        return self.result.get("output")
+
+
+Turn = Union[Utterance, ApiRecord]
+"""One record of a level-1/2 dialogue."""
 
 
 @dataclass
 class Dialogue:
-    """A level-1 or level-2 dialogue file.
+    """A level-1 or level-2 dialogue.
 
     Attributes:
         id: the file name without ``.jsonl`` (e.g. ``AddAlarm-level-1-1``).
@@ -163,83 +203,142 @@ class Dialogue:
     path: str | None = None
 
     @property
-    def api_turns(self) -> list[Turn]:
+    def api_turns(self) -> list[ApiRecord]:
         """The gold API records, in order."""
-        return [t for t in self.turns if t.role == "API"]
+        return [t for t in self.turns if isinstance(t, ApiRecord)]
 
     @property
     def api_names(self) -> list[str]:
         """Distinct API names called in the dialogue, in order of first appearance."""
-        seen: dict[str, None] = {}
-        for t in self.api_turns:
-            seen.setdefault(str(t.api_name), None)
-        return list(seen)
-
-
-@dataclass
-class Level3Step:
-    """One gold step of a level-3 item: the call and its full recorded envelope."""
-
-    api_name: str
-    input: dict[str, Any]
-    output: dict[str, Any]
-
-    @property
-    def call(self) -> ApiCall:
-        """The gold call of this step."""
-        return ApiCall(self.api_name, dict(self.input))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The official ``level-3.json`` step shape."""
-        return {"api_name": self.api_name, "input": self.input, "output": self.output}
+        return list(dict.fromkeys(t.api_name for t in self.api_turns))
 
 
 @dataclass
 class Level3Item:
-    """A level-3 (Plan+Retrieve+Call) item: one requirement and its gold steps."""
+    """A level-3 (Plan+Retrieve+Call) item: one requirement, its gold steps and the final response."""
 
     id: int
     requirement: str
     response: str
-    steps: list[Level3Step]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The official ``level-3.json`` item shape."""
-        return {"requirement": self.requirement, "response": self.response, "apis": [s.to_dict() for s in self.steps]}
+    steps: list[ApiRecord]
 
 
-@dataclass
-class Sample:
-    """One evaluation sample cut out of a dialogue or level-3 item.
+# --- evaluation units -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a model is shown for one prediction, and nothing of the answer.
 
     Attributes:
-        kind: ``"api"`` (predict the next call), ``"response"`` (predict the AI reply)
-            or ``"episode"`` (a whole level-3 agent episode; ``gold`` is the Level3Item).
-        level: 1, 2 or 3.
-        dialogue_id: the dialogue file stem, or the level-3 item index as a string.
-        sample_id: the index of the original cutter (``2k`` / ``2k+1`` at levels 1-2,
-            the step index at level 3).
-        history: the records before the gold (levels 1-2) or the earlier gold
-            steps (level 3, as Level3Step objects).
-        gold: the gold record (a Turn) or step (a Level3Step); for level-3 response
-            samples, a Turn with the gold final response.
-        api_names: APIs whose descriptions the prompt shows (first-appearance order).
-        duplicate: True for the extra API-call sample the original cutter makes when
-            two API records are adjacent.
-        requirement: the level-3 requirement (level 3 only).
+        level: 1, 2 or 3 (which prompt layout and tool set).
+        task: ``"api"`` or ``"response"``.
+        history: the turns so far (levels 1-2) or the earlier steps (level 3).
+        api_names: the APIs whose descriptions the prompt shows.
+        requirement: the level-3 user requirement.
     """
 
-    kind: Literal["api", "response", "episode"]
+    level: int
+    task: Task
+    history: tuple[Turn, ...]
+    api_names: tuple[str, ...]
+    requirement: str | None = None
+
+
+@dataclass(frozen=True)
+class _SampleBase:
     level: int
     dialogue_id: str
     sample_id: int
-    history: list[Any]
-    gold: Any
-    api_names: list[str]
-    duplicate: bool = False
-    requirement: str | None = None
+    history: tuple[Turn, ...]
+    api_names: tuple[str, ...]
+
+    kind: ClassVar[Task]
 
     @property
     def key(self) -> str:
-        """A stable identifier, unique within a data set."""
+        """A stable identifier, unique within a data set (``L1/api/AddAlarm-level-1-1/0``)."""
         return f"L{self.level}/{self.kind}/{self.dialogue_id}/{self.sample_id}"
+
+    def context(self) -> Context:
+        """What a model is shown for this sample."""
+        return Context(self.level, self.kind, self.history, self.api_names, getattr(self, "requirement", None))
+
+
+@dataclass(frozen=True)
+class ApiCallSample(_SampleBase):
+    """Predict the next API call.
+
+    Attributes:
+        level: 1, 2 or 3.
+        dialogue_id: the dialogue file stem, or the level-3 item index as text.
+        sample_id: the original cutter's index (``2k`` / ``2k+1`` at levels 1-2,
+            the step index at level 3).
+        history: the turns before the gold (levels 1-2) or the earlier gold steps (level 3).
+        api_names: APIs whose descriptions the prompt shows.
+        gold: the gold record.
+        duplicate: True for the extra sample the original cutter makes when two
+            API records are adjacent.
+        requirement: the level-3 requirement (level 3 only).
+    """
+
+    gold: ApiRecord
+    duplicate: bool = False
+    requirement: str | None = None
+
+    kind: ClassVar[Task] = "api"
+
+
+@dataclass(frozen=True)
+class ResponseSample(_SampleBase):
+    """Predict the AI's reply after an API result.
+
+    Attributes:
+        gold: the reference reply.
+        requirement: the level-3 requirement (level 3 only).
+        (the other attributes as in :class:`ApiCallSample`)
+    """
+
+    gold: str
+    requirement: str | None = None
+
+    kind: ClassVar[Task] = "response"
+
+    @property
+    def duplicate(self) -> bool:
+        """Response samples are never duplicates."""
+        return False
+
+
+Sample = Union[ApiCallSample, ResponseSample]
+"""One evaluation sample cut out of a dialogue or a level-3 item."""
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A level-3 agent episode: the model searches, calls and sees results until it answers.
+
+    Attributes:
+        item: the level-3 item (its gold steps and end state judge the episode).
+    """
+
+    item: Level3Item
+
+    kind: ClassVar[str] = "episode"
+    level: ClassVar[int] = 3
+    sample_id: ClassVar[int] = 0
+    duplicate: ClassVar[bool] = False
+
+    @property
+    def dialogue_id(self) -> str:
+        """The item index as text."""
+        return str(self.item.id)
+
+    @property
+    def key(self) -> str:
+        """A stable identifier (``L3/episode/<item>``)."""
+        return f"L3/episode/{self.item.id}"
+
+    def context(self, done: tuple[ApiRecord, ...] = ()) -> Context:
+        """What the model is shown after the steps ``done``: the requirement, only ToolSearcher, the steps so far."""
+        return Context(3, "api", tuple(done), ("ToolSearcher",), self.item.requirement.strip())

@@ -1,6 +1,14 @@
 """Validate a benchmark: every problem named with its file and line.
 
-Checks (``apibank validate``):
+What is checked depends on what the data promises.
+
+An **official release** (a directory the user supplies) promises a format and
+gold calls that replay. So: every file parses; every gold call is replayed
+under ``v2``, and the calls it judges wrong are listed as *data defects* (a
+release's own flaws, reported, not "problems" of the release's validity).
+
+**Our own benchmark** (bundled, or built with ``apibank build-data``) must also
+meet our authoring rules:
 
 1. every file parses (dialogues, level-3 items, databases);
 2. every gold call names a known API of its tool set, with declared parameters
@@ -9,8 +17,8 @@ Checks (``apibank validate``):
 4. every gold call the ``paper`` protocol judges wrong is explained by a known
    limitation of that protocol (a list-valued argument it leaves as text, a
    dependence on an earlier call of the same dialogue, which it does not
-   replay, a level-3 step disturbed by an earlier item's state, or the
-   DeleteMeeting checker bug) rather than by the data;
+   replay, a level-3 step disturbed by an earlier item's state, keywords split
+   before capitals, or the DeleteMeeting checker bug) rather than by the data;
 5. no dialogue duplicates another (or a training dialogue, when ``data/train``
    holds some);
 6. every tool of both tool sets is used (levels 1-2: at least ``min_uses`` times);
@@ -23,19 +31,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from apibank_lib.calls import format_call_paper, parse_calls
-from apibank_lib.datasets import Benchmark, default_data_root, level3_path, load_benchmark, load_dialogues
+from apibank_lib.datasets import Benchmark, default_data_root, load_benchmark
 from apibank_lib.errors import ApibankError, CallError, DataError, ParseError
-from apibank_lib.protocols import Grader, gold_call_text
-from apibank_lib.tools.base import convert_arguments
+from apibank_lib.formats.official import level3_path, load_dialogues
+from apibank_lib.grading import Grader
+from apibank_lib.prompts import target_text
+from apibank_lib.protocols import PAPER, V2, StatePolicy
 from apibank_lib.tools.common import DT, D
-from apibank_lib.types import Dialogue, Sample
+from apibank_lib.types import ApiCallSample, ApiRecord, Dialogue
 
-__all__ = ["Problem", "validate"]
+__all__ = ["Problem", "ValidationReport", "validate"]
 
 _DATE_ARGS = {"time", "start_time", "end_time", "from_time", "to_time", "date", "check_in_time", "check_out_time",
               "new_appointment_date", "check_in_date", "check_out_date", "travel_dates"}  # fmt: skip
@@ -54,6 +64,33 @@ class Problem:
         return f"{where}: {self.message}"
 
 
+@dataclass
+class ValidationReport:
+    """What :func:`validate` found.
+
+    Attributes:
+        root: the data root.
+        official: True for an official release (only format and replay are checked).
+        problems: what makes the data invalid (empty when it is valid).
+        defects: gold calls of an official release that ``v2`` judges wrong (its own data defects).
+    """
+
+    root: str
+    official: bool
+    problems: list[Problem] = field(default_factory=list)
+    defects: list[Problem] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """No problems."""
+        return not self.problems
+
+
+# Protocol variants that explain why ``paper`` fails on a correct gold call.
+_V2_PRISTINE = replace(V2, name="v2-pristine", level12_state=StatePolicy.PRISTINE, level3_state=StatePolicy.PRISTINE)
+_PAPER_ITEM_ALONE = replace(PAPER, name="paper-item-alone", level3_state=StatePolicy.REPLAY)
+
+
 def _item_lines(path: Path) -> list[int]:
     """Line numbers of each level-3 item (where its "requirement" key sits)."""
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -70,11 +107,11 @@ class _Locator:
         self.l3_path = str(l3) if l3 else "level-3.json"
         self.l3_lines = _item_lines(l3) if l3 else []
 
-    def of(self, sample: Sample) -> tuple[str, int | None]:
+    def of(self, sample: ApiCallSample) -> tuple[str, int | None]:
         if sample.level == 3:
             idx = int(sample.dialogue_id)
             return self.l3_path, self.l3_lines[idx] if idx < len(self.l3_lines) else None
-        return self.paths[(sample.level, sample.dialogue_id)], getattr(sample.gold, "line", None)
+        return self.paths[(sample.level, sample.dialogue_id)], sample.gold.line
 
 
 def _signature(d: Dialogue) -> str:
@@ -82,82 +119,88 @@ def _signature(d: Dialogue) -> str:
     return re.sub(r"\s+", " ", text.lower()).strip()
 
 
-def _paper_explanation(grader_v2_fresh: Grader, grader_v2: Grader, sample: Sample) -> str | None:
+def _paper_explanation(bench: Benchmark, pristine: Grader, alone: Grader, sample: ApiCallSample) -> str | None:
     """Why the paper protocol may fail on a correct gold call; None if no known reason applies."""
-    from apibank_lib.types import Level3Step
-
-    gold = sample.gold
-    name = gold.api_name
-    tool = grader_v2.toolset3.get(name) if sample.level == 3 else grader_v2.toolset12.get(name)
-    args = gold.input if isinstance(gold, Level3Step) else gold.param_dict or {}
+    name, args = sample.gold.api_name, sample.gold.args
+    tool = bench.toolset(sample.level).get(name)
     if any(tool.input_parameters.get(k) and tool.input_parameters[k].type in ("list", "list(str)") for k in args):
         return "a list argument, which the paper protocol leaves as text"
     if name == "DeleteMeeting":
         return "the original DeleteMeeting checker reads a key the API does not have"
-    if not grader_v2_fresh.judge_api(sample, gold_call_text(sample)).correct:
+    if not pristine.judge_api(sample, target_text(sample)).correct:
         return "it depends on an earlier call of the same dialogue, which the paper protocol does not replay"
     if sample.level == 3 and name == "ToolSearcher" and re.search(r"[A-Z]", str(args.get("keywords", ""))):
         return "the paper protocol splits level-3 search keywords before capitals"
-    if sample.level == 3 and _paper_passes_alone(grader_v2, sample):
+    if sample.level == 3 and alone.judge_api(sample, target_text(sample)).correct:
         return "the paper protocol shares level-3 state across items"
     return None
 
 
-def _paper_passes_alone(grader: Grader, sample: Sample) -> bool:
-    """Does the step pass under paper rules when its item runs alone (fresh state, its own earlier steps replayed)?"""
-    from apibank_lib.sandbox import Sandbox
+def _gold_call_problems(bench: Benchmark, loc: _Locator, searcher: Any) -> tuple[list[Problem], list[Problem]]:
+    """(problems, data defects) of every distinct gold call.
 
-    alone = Grader(grader.bench, "paper")
-    box = Sandbox(alone.toolset3, grader.bench.level3_databases, conversion="paper", searcher=grader._searcher(grader.toolset3))
-    for past in sample.history:
-        try:
-            box.replay(parse_calls(format_call_paper(past.api_name, past.input))[0])
-        except (CallError, ParseError, IndexError):
-            return False
-    alone._shared_l3 = box
-    return alone.judge_api(sample, gold_call_text(sample)).correct
-
-
-def validate(path: str | Path | None = None, *, min_uses: int = 2, year: int = 2023, searcher: Any = None) -> list[Problem]:
-    """Run every check and return the problems found (empty when the benchmark is valid)."""
-    root = Path(path) if path is not None else default_data_root()
-    try:
-        bench = load_benchmark(root)
-    except DataError as exc:
-        return [Problem(str(exc.path or root), exc.line, str(exc).split(": ", 1)[-1] if exc.path else str(exc))]
+    A gold call that cannot reach its tool is a problem. One that ``v2`` judges
+    wrong is a data defect in an official release and a problem in our own
+    benchmark, where ``paper``'s verdicts must be explained too.
+    """
+    grader = Grader(bench, V2, searcher=searcher)
+    paper = Grader(bench, PAPER, searcher=searcher)
+    pristine = Grader(bench, _V2_PRISTINE, searcher=searcher)
+    alone = Grader(bench, _PAPER_ITEM_ALONE, searcher=searcher)
     problems: list[Problem] = []
-    loc = _Locator(bench)
-    grader = Grader(bench, "v2", searcher=searcher)
-    paper = Grader(bench, "paper", searcher=searcher)
-    fresh = _FreshV2(bench, searcher)
-
-    # 2-4: calls, replay under both protocols
+    defects: list[Problem] = []
     for level in (1, 2, 3):
-        toolset = grader.toolset3 if level == 3 else grader.toolset12
+        toolset = bench.toolset(level)
         for s in bench.samples(level, "api"):
-            if s.duplicate:
+            if not isinstance(s, ApiCallSample) or s.duplicate:
                 continue
             path_, line = loc.of(s)
-            gold = s.gold
-            name = gold.api_name
-            args = gold.input if level == 3 else gold.param_dict or {}
-            result = gold.output if level == 3 else gold.result or {}
+            name, result = s.gold.api_name, s.gold.result
             try:
-                call = parse_calls(format_call_paper(name, args))[0]
-                convert_arguments(toolset.get(name), call.args, "v2")
+                call = parse_calls(format_call_paper(name, s.gold.args))[0]
+                V2.conversion.convert(toolset.get(name), call.args)
             except (CallError, ParseError, IndexError) as exc:
                 problems.append(Problem(path_, line, f"gold call {name}: {exc}"))
                 continue
             if result.get("exception") is not None:
                 problems.append(Problem(path_, line, f"gold call {name} records an exception: {result['exception']}"))
-            j = grader.judge_api(s, gold_call_text(s))
+            j = grader.judge_api(s, target_text(s))
             if not j.correct:
-                problems.append(Problem(path_, line, f"gold call {name} is judged wrong under v2: {j.reason}"))
-            pj = paper.judge_api(s, gold_call_text(s))
-            if not pj.correct and _paper_explanation(fresh, grader, s) is None:
+                (defects if bench.official else problems).append(Problem(path_, line, f"gold call {name} is judged wrong under v2: {j.reason}"))
+            if not bench.official and not paper.judge_api(s, target_text(s)).correct and _paper_explanation(bench, pristine, alone, s) is None:
+                pj = paper.judge_api(s, target_text(s))
                 problems.append(Problem(path_, line, f"gold call {name} is judged wrong under paper for no known protocol reason: {pj.reason}"))
+    return problems, defects
 
-    # 5: duplicates
+
+def validate(path: str | Path | None = None, *, min_uses: int = 2, year: int = 2023, searcher: Any = None) -> ValidationReport:
+    """Check a benchmark: an official release for format and replay, our own benchmark for every authoring rule.
+
+    Args:
+        path: the data root (default: the bundled benchmark).
+        min_uses: our benchmark: the fewest uses of each level-1/2 tool.
+        year: our benchmark: the year every date argument must fall in.
+        searcher: what ToolSearcher searches with (None: the default embedding search).
+    """
+    root = Path(path) if path is not None else default_data_root()
+    try:
+        bench = load_benchmark(root)
+    except DataError as exc:
+        official = (root / "apis").is_dir()
+        message = str(exc).split(": ", 1)[-1] if exc.path else str(exc)
+        return ValidationReport(str(root), official, [Problem(str(exc.path or root), exc.line, message)])
+    loc = _Locator(bench)
+    problems, defects = _gold_call_problems(bench, loc, searcher)
+    if bench.official:
+        return ValidationReport(str(root), True, problems, defects)
+    problems += _duplicates(bench, root)
+    problems += _coverage(bench, root, loc, min_uses)
+    problems += _tokens_and_dates(bench, loc, year)
+    return ValidationReport(str(root), False, problems)
+
+
+def _duplicates(bench: Benchmark, root: Path) -> list[Problem]:
+    problems: list[Problem] = []
     seen: dict[str, str] = {}
     for lv in (1, 2):
         for d in bench.dialogues(lv):
@@ -175,39 +218,35 @@ def validate(path: str | Path | None = None, *, min_uses: int = 2, year: int = 2
                         problems.append(Problem(d.path or d.id, None, f"training dialogue duplicates the evaluation dialogue {seen[_signature(d)]}"))
             except ApibankError:
                 continue  # training files in another format are checked by their own validator
+    return problems
 
-    # 6: coverage
+
+def _coverage(bench: Benchmark, root: Path, loc: _Locator, min_uses: int) -> list[Problem]:
+    problems: list[Problem] = []
     uses = Counter(t.api_name for lv in (1, 2) for d in bench.dialogues(lv) for t in d.api_turns)
-    for name in grader.toolset12.tools:
+    for name in bench.toolset(1).tools:
         if uses[name] < min_uses:
             problems.append(Problem(str(root / "lv1-lv2-samples"), None, f"{name} is used {uses[name]} time(s) at levels 1-2 (at least {min_uses} wanted)"))
     uses3 = Counter(st.api_name for it in bench.level3 for st in it.steps)
-    for name in grader.toolset3.tools:
+    for name in bench.toolset(3).tools:
         if uses3[name] < min(1, min_uses):
             problems.append(Problem(loc.l3_path, None, f"level-3 API {name} is never used"))
+    return problems
 
-    # 7-8: tokens and dates
+
+def _tokens_and_dates(bench: Benchmark, loc: _Locator, year: int) -> list[Problem]:
+    problems: list[Problem] = []
     for lv in (1, 2):
         for d in bench.dialogues(lv):
             problems.extend(_token_and_date_problems(d, year))
     for it in bench.level3:
         for st in it.steps:
-            for k, v in st.input.items():
+            for k, v in st.args.items():
                 p = _date_problem(k, v, year)
                 if p:
                     line = loc.l3_lines[it.id] if it.id < len(loc.l3_lines) else None
                     problems.append(Problem(loc.l3_path, line, f"{st.api_name}: {p}"))
     return problems
-
-
-class _FreshV2(Grader):
-    """v2 judging without replaying earlier calls (to detect dependence on dialogue state)."""
-
-    def __init__(self, bench: Benchmark, searcher: Any) -> None:
-        super().__init__(bench, "v2", searcher=searcher)
-
-    def sandbox_for(self, sample: Sample, notes: list[str] | None = None) -> Any:
-        return self.new_sandbox(sample.level)
 
 
 def _date_problem(key: str, value: Any, year: int) -> str | None:
@@ -231,10 +270,10 @@ def _token_and_date_problems(d: Dialogue, year: int) -> list[Problem]:
     known: set[str] = set()
     said = ""
     for t in d.turns:
-        if t.role in ("User", "AI"):
-            said += " " + (t.text or "")
+        if not isinstance(t, ApiRecord):
+            said += " " + t.text
             continue
-        params = t.param_dict or {}
+        params = t.args
         tok = params.get("token")
         if tok is not None and tok not in known and str(tok) not in said:
             problems.append(Problem(d.path or d.id, t.line, f"{t.api_name} uses a token that did not appear earlier in the dialogue"))
@@ -242,7 +281,7 @@ def _token_and_date_problems(d: Dialogue, year: int) -> list[Problem]:
             p = _date_problem(k, v, year)
             if p:
                 problems.append(Problem(d.path or d.id, t.line, f"{t.api_name}: {p}"))
-        out = (t.result or {}).get("output")
+        out = t.output
         if isinstance(out, dict) and isinstance(out.get("token"), str):
             known.add(out["token"])
     return problems

@@ -103,7 +103,7 @@ def test_built_records_are_official_and_recorded_by_our_tools(tiny: Path) -> Non
 
 
 def test_the_tiny_benchmark_is_valid(tiny: Path) -> None:
-    problems = validate(tiny, min_uses=0)
+    problems = validate(tiny, min_uses=0).problems
     assert problems == []
 
 
@@ -131,7 +131,7 @@ def test_broken_gold_calls_are_located(tiny: Path, tmp_path: Path, breakage, mes
     root = _copy(tiny, tmp_path)
     path = _l1(root, "AddAlarm-level-1-1")
     _edit_record(path, 2, breakage)
-    problems = validate(root, min_uses=0)
+    problems = validate(root, min_uses=0).problems
     hits = [p for p in problems if message in p.message]
     assert hits, problems
     assert hits[0].path.endswith("AddAlarm-level-1-1.jsonl") and hits[0].line == 3
@@ -141,14 +141,14 @@ def test_malformed_line_is_located(tiny: Path, tmp_path: Path) -> None:
     root = _copy(tiny, tmp_path)
     path = _l1(root, "AddAlarm-level-1-1")
     path.write_text(path.read_text().replace('"role": "AI"', '"role": "AI",,'))
-    problems = validate(root, min_uses=0)
+    problems = validate(root, min_uses=0).problems
     assert len(problems) == 1 and problems[0].line == 4 and "invalid JSON" in problems[0].message
 
 
 def test_duplicate_dialogue_and_coverage(tiny: Path, tmp_path: Path) -> None:
     root = _copy(tiny, tmp_path)
     shutil.copy(_l1(root, "AddAlarm-level-1-1"), _l1(root, "AddAlarm-level-1-2"))
-    problems = validate(root, min_uses=1)
+    problems = validate(root, min_uses=1).problems
     assert any("duplicates the dialogue AddAlarm-level-1-1" in p.message for p in problems)
     assert any("CheckToken is used 0 time(s) at levels 1-2" in p.message for p in problems)
     assert any("level-3 API TaxCalculator is never used" in p.message for p in problems)
@@ -160,7 +160,7 @@ def test_broken_level3_step_is_located(tiny: Path, tmp_path: Path) -> None:
     items = json.loads(path.read_text())
     items[0]["apis"][3]["output"]["output"] = {"temperature": -99}
     path.write_text(json.dumps(items, indent=1))
-    problems = validate(root, min_uses=0)
+    problems = validate(root, min_uses=0).problems
     assert any("GetWeatherForCoordinates is judged wrong under v2" in p.message and p.path.endswith("level-3.json") and p.line == 3 for p in problems), problems
 
 

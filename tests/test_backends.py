@@ -23,9 +23,12 @@ from apibank_lib.backends.openai_compat import OpenAIBackend, tool_json_schema
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.prompts import Prompt, build_prompt
-from apibank_lib.runner import RunConfig, read_predictions, run
-from apibank_lib.tools.registry import level12_toolset
-from apibank_lib.types import ApiCall
+from apibank_lib.runner import run
+from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.tools.registry import toolset_for_level
+from apibank_lib.types import ApiCall, Context
+
+NO_CONTEXT = Context(1, "api", (), ())
 
 pytestmark = pytest.mark.slow
 
@@ -66,9 +69,9 @@ def server() -> Iterator[str]:
 
 def test_prompt_mode_against_the_real_server(server: str, bench: Benchmark) -> None:
     sample = bench.samples(1, "api")[0]
-    prompt = build_prompt(sample, bench, level12_toolset())
+    prompt = build_prompt(sample.context(), bench.toolset(1))
     backend = load_backend(f"openai:gemma@{server}", timeout_s=120)
-    comp = backend.complete(Request(prompt, "api", sample, max_tokens=16, stop=["\n"]))
+    comp = backend.complete(Request(prompt, sample.context(), sample, max_tokens=16, stop=["\n"]))
     assert isinstance(comp.text, str)
     assert comp.prompt_tokens and comp.prompt_tokens > 100
     assert comp.completion_tokens is not None and comp.completion_tokens <= 16
@@ -77,20 +80,20 @@ def test_prompt_mode_against_the_real_server(server: str, bench: Benchmark) -> N
 
 def test_completion_mode_against_the_real_server(server: str, bench: Benchmark) -> None:
     sample = bench.samples(1, "api")[0]
-    prompt = build_prompt(sample, bench, level12_toolset())
+    prompt = build_prompt(sample.context(), bench.toolset(1))
     backend = OpenAIBackend("gemma", server, mode="completion", timeout_s=120)
-    a = backend.complete(Request(prompt, "api", sample, max_tokens=12, stop=["\n"]))
-    b = backend.complete(Request(prompt, "api", sample, max_tokens=12, stop=["\n"]))
+    a = backend.complete(Request(prompt, sample.context(), sample, max_tokens=12, stop=["\n"]))
+    b = backend.complete(Request(prompt, sample.context(), sample, max_tokens=12, stop=["\n"]))
     assert a.text == b.text  # greedy decoding is deterministic
     assert a.completion_tokens is not None and a.completion_tokens <= 12
 
 
 def test_native_tool_calling_maps_tool_calls_back(server: str) -> None:
-    schema = level12_toolset().schema("GetToday")
+    schema = toolset_for_level(1).schema("GetToday")
     prompt = Prompt([{"role": "user", "content": "What is the date today?"}], "What is the date today?", [schema])
     # llama.cpp constrains forced arguments with a grammar; a tool without arguments keeps the request short.
     backend = OpenAIBackend("gemma", server, mode="tools", tool_choice="GetToday", timeout_s=120)
-    comp = backend.complete(Request(prompt, "api", max_tokens=16))
+    comp = backend.complete(Request(prompt, NO_CONTEXT, max_tokens=16))
     assert comp.tool_calls == [ApiCall("GetToday", {})]
 
 
@@ -98,16 +101,16 @@ def test_runner_against_the_real_server_with_concurrency(server: str, bench: Ben
     config = RunConfig(f"openai:gemma@{server}", levels=(1,), limit=4, out=str(tmp_path / "srv"), concurrency=2, max_tokens=12, backend_options={"timeout_s": 120})
     result = run(config, bench=bench, progress=False)
     assert result.answered == 4 and result.failed == 0
-    recs = read_predictions(tmp_path / "srv" / "predictions.jsonl")
-    assert all(r["prompt_tokens"] for r in recs.values() if not r.get("reused"))
+    recs = RunFolder(tmp_path / "srv").read_predictions().records
+    assert all(r.prompt_tokens for r in recs.values() if not r.reused)
 
 
 def test_tool_schema_conversion() -> None:
-    schema = tool_json_schema(level12_toolset().schema("AddMeeting"))
+    schema = tool_json_schema(toolset_for_level(1).schema("AddMeeting"))
     params = schema["function"]["parameters"]
     assert params["properties"]["attendees"] == {"type": "array", "description": params["properties"]["attendees"]["description"], "items": {"type": "string"}}
     assert "token" in params["required"] and schema["function"]["name"] == "AddMeeting"
-    book = tool_json_schema(level12_toolset().schema("BookHotel"))["function"]["parameters"]["properties"]
+    book = tool_json_schema(toolset_for_level(1).schema("BookHotel"))["function"]["parameters"]["properties"]
     assert book["room_count"]["type"] == "integer"
 
 
@@ -148,7 +151,7 @@ def flaky() -> Iterator[str]:
 
 
 def _req() -> Request:
-    return Request(Prompt([{"role": "user", "content": "hi"}], "hi"), "api", max_tokens=4)
+    return Request(Prompt([{"role": "user", "content": "hi"}], "hi"), NO_CONTEXT, max_tokens=4)
 
 
 def test_retries_with_backoff_on_429_and_5xx(flaky: str) -> None:
@@ -183,9 +186,9 @@ def test_backend_names_are_checked() -> None:
 def test_embedded_gemma_is_greedy_and_deterministic(bench: Benchmark) -> None:
     backend = load_backend("llamacpp:gemma-3-270m", threads=2)
     sample = bench.samples(1, "api")[1]
-    prompt = build_prompt(sample, bench, level12_toolset())
-    first = backend.complete(Request(prompt, "api", sample, max_tokens=24, stop=["\n"]))
-    second = backend.complete(Request(prompt, "api", sample, max_tokens=24, stop=["\n"]))
+    prompt = build_prompt(sample.context(), bench.toolset(1))
+    first = backend.complete(Request(prompt, sample.context(), sample, max_tokens=24, stop=["\n"]))
+    second = backend.complete(Request(prompt, sample.context(), sample, max_tokens=24, stop=["\n"]))
     assert first.text == second.text and first.completion_tokens and first.completion_tokens <= 24
     assert backend.info()["decoding"] == "greedy"
 
@@ -201,7 +204,7 @@ def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path: Path)
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done_before = len(read_predictions(pred))
+    done_before = len(RunFolder(out).read_predictions().records)
     assert 5 <= done_before < 20
     finished = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert finished.returncode == 0, finished.stderr[-2000:]
@@ -226,11 +229,11 @@ def test_transformers_backend_loads_the_gguf_and_caches_the_conversion(hf_cache:
 
     first = TransformersBackend("gemma-3-270m", threads=2)
     prompt = Prompt([], "The capital of France is", [])
-    a = first.complete(Request(prompt, "api", max_tokens=6))
+    a = first.complete(Request(prompt, NO_CONTEXT, max_tokens=6))
     assert list((tmp_path / "hf-from-gguf").glob("*/config.json"))  # converted once, saved
     again = TransformersBackend("gemma-3-270m", threads=2)
     assert again.load_s < first.load_s
-    assert again.complete(Request(prompt, "api", max_tokens=6)).text == a.text
+    assert again.complete(Request(prompt, NO_CONTEXT, max_tokens=6)).text == a.text
     assert a.completion_tokens is not None and a.completion_tokens <= 6
 
 
@@ -245,8 +248,8 @@ def test_transformers_backend_applies_a_lora_adapter(hf_cache: Path, tmp_path: P
     peft_model = get_peft_model(lm, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
     peft_model.save_pretrained(tmp_path / "adapter")
     prompt = Prompt([], "Two plus two is", [])
-    plain = TransformersBackend("gemma-3-270m", threads=2).complete(Request(prompt, "api", max_tokens=5)).text
+    plain = TransformersBackend("gemma-3-270m", threads=2).complete(Request(prompt, NO_CONTEXT, max_tokens=5)).text
     adapted = TransformersBackend("gemma-3-270m", adapter=str(tmp_path / "adapter"), threads=2)
     assert adapted.info()["adapter"] == str(tmp_path / "adapter")
     assert adapted.name.endswith("+" + str(tmp_path / "adapter"))
-    assert adapted.complete(Request(prompt, "api", max_tokens=5)).text == plain
+    assert adapted.complete(Request(prompt, NO_CONTEXT, max_tokens=5)).text == plain

@@ -6,8 +6,9 @@ import pytest
 
 from apibank_lib.authoring import build
 from apibank_lib.datasets import Benchmark, load_benchmark, statistics
-from apibank_lib.protocols import replay
-from apibank_lib.tools.registry import DOMAINS, level3_toolset, level12_toolset
+from apibank_lib.grading import replay
+from apibank_lib.protocols import PAPER, V2
+from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.validate import validate
 
 
@@ -17,7 +18,7 @@ def bench() -> Benchmark:
 
 
 def test_paper_sized(bench: Benchmark) -> None:
-    stats = statistics(bench, DOMAINS)
+    stats = statistics(bench)
     l1, l2, l3 = (stats["levels"][k] for k in ("1", "2", "3"))
     assert l1["dialogues"] >= 214 and l1["api_call_samples"] >= 399
     assert l2["dialogues"] >= 50 and l2["api_call_samples"] >= 135
@@ -29,8 +30,8 @@ def test_paper_sized(bench: Benchmark) -> None:
 def test_every_tool_of_both_sets_is_used(bench: Benchmark) -> None:
     used12 = {t.api_name for lv in (1, 2) for d in bench.dialogues(lv) for t in d.api_turns}
     used3 = {st.api_name for it in bench.level3 for st in it.steps}
-    assert set(level12_toolset().tools) <= used12
-    assert set(level3_toolset().tools) <= used3
+    assert set(toolset_for_level(1).tools) <= used12
+    assert set(toolset_for_level(3).tools) <= used3
 
 
 def test_single_and_multi_api_dialogues(bench: Benchmark) -> None:
@@ -44,9 +45,9 @@ def test_built_files_match_the_sources() -> None:
 
 
 def test_v2_replay_is_perfect(bench: Benchmark) -> None:
-    report = replay(bench, "v2")
+    report = replay(bench, V2)
     assert all(r["correct"] == r["gold_calls"] and r["samples_correct"] == r["samples"] for r in report["levels"].values())
 
 
 def test_validator_passes_on_the_bundled_data() -> None:
-    assert validate() == []
+    assert validate().problems == []

@@ -8,17 +8,18 @@ from pathlib import Path
 import pytest
 
 from apibank_lib.databases import load_databases, validate_database
-from apibank_lib.datasets import cut_level3_samples, cut_samples, load_dialogue_file, load_level3, read_api_metadata
+from apibank_lib.datasets import cut_level3_samples, cut_samples
 from apibank_lib.errors import DataError
-from apibank_lib.types import Dialogue, Level3Item, Level3Step, Turn
+from apibank_lib.formats.official import load_dialogue_file, load_level3, read_api_metadata
+from apibank_lib.types import ApiRecord, Dialogue, Level3Item, Turn, Utterance
 
 
-def _api(name: str) -> Turn:
-    return Turn("API", api_name=name, param_dict={}, result={"api_name": name, "input": {}, "output": "ok", "exception": None})
+def _api(name: str) -> ApiRecord:
+    return ApiRecord(name, {}, {"api_name": name, "input": {}, "output": "ok", "exception": None})
 
 
 def test_cutting_follows_the_original_rule() -> None:
-    turns = [Turn("User", "hi"), _api("GetUserToken"), _api("AddAlarm"), Turn("AI", "done"), Turn("User", "and?"), _api("QueryAlarm"), Turn("User", "ok")]
+    turns: list[Turn] = [Utterance("User", "hi"), _api("GetUserToken"), _api("AddAlarm"), Utterance("AI", "done"), Utterance("User", "and?"), _api("QueryAlarm"), Utterance("User", "ok")]
     samples = cut_samples(Dialogue("d", 1, turns))
     assert [(s.kind, s.sample_id, s.duplicate) for s in samples] == [
         ("api", 0, False),
@@ -27,20 +28,20 @@ def test_cutting_follows_the_original_rule() -> None:
         ("response", 3, False),
         ("api", 4, False),  # followed by a User turn: no sample 5
     ]
-    assert samples[1].gold is samples[2].gold and samples[1].history == turns[:2]
-    assert samples[0].api_names == ["GetUserToken", "AddAlarm", "QueryAlarm"]  # first-appearance order
+    assert samples[1].gold is samples[2].gold and list(samples[1].history) == turns[:2]
+    assert samples[0].api_names == ("GetUserToken", "AddAlarm", "QueryAlarm")  # first-appearance order
 
 
 def test_level2_api_samples_show_only_the_searcher() -> None:
-    turns = [Turn("User", "x"), _api("ToolSearcher"), Turn("AI", "found"), _api("AddAlarm"), Turn("AI", "ok")]
+    turns: list[Turn] = [Utterance("User", "x"), _api("ToolSearcher"), Utterance("AI", "found"), _api("AddAlarm"), Utterance("AI", "ok")]
     samples = cut_samples(Dialogue("d", 2, turns))
-    assert [s.api_names for s in samples if s.kind == "api"] == [["ToolSearcher"], ["ToolSearcher"]]
-    assert [s.api_names for s in samples if s.kind == "response"][0] == ["ToolSearcher", "AddAlarm"]
+    assert [s.api_names for s in samples if s.kind == "api"] == [("ToolSearcher",), ("ToolSearcher",)]
+    assert [s.api_names for s in samples if s.kind == "response"][0] == ("ToolSearcher", "AddAlarm")
 
 
 def test_level3_cutting() -> None:
     env = {"api_name": "A", "input": {}, "output": 1, "exception": None}
-    item = Level3Item(0, " do it ", "done", [Level3Step("ToolSearcher", {"keywords": "A"}, env), Level3Step("A", {}, env)])
+    item = Level3Item(0, " do it ", "done", [ApiRecord("ToolSearcher", {"keywords": "A"}, env), ApiRecord("A", {}, env)])
     samples = cut_level3_samples(item)
     assert [(s.kind, s.sample_id, len(s.history)) for s in samples] == [("api", 0, 0), ("api", 1, 1), ("response", 1, 2)]
     assert samples[0].requirement == "do it"

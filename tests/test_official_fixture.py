@@ -16,7 +16,8 @@ import pytest
 
 from apibank_lib.cli import main
 from apibank_lib.datasets import Benchmark, load_benchmark, statistics
-from apibank_lib.protocols import replay
+from apibank_lib.grading import replay
+from apibank_lib.protocols import PAPER, V2
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "official"
 
@@ -81,13 +82,13 @@ def test_statistics_count_like_the_original_cutter(bench: Benchmark) -> None:
 
 
 def test_paper_protocol_reproduces_the_original_false_negatives(bench: Benchmark) -> None:
-    report = replay(bench, "paper")
+    report = replay(bench, PAPER)
     assert _failures(report) == PAPER_FAILURES
     assert (report["levels"]["1"]["gold_calls"], report["levels"]["1"]["correct"]) == (21, 10)
 
 
 def test_v2_fails_only_on_genuine_data_defects(bench: Benchmark) -> None:
-    report = replay(bench, "v2")
+    report = replay(bench, V2)
     assert _failures(report) == V2_FAILURES
     assert [report["levels"][lv]["correct"] for lv in ("1", "2", "3")] == [19, 5, 32]
 

@@ -9,7 +9,8 @@ import pytest
 
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.prompts import API_INSTRUCTION, build_prompt, describe_apis
-from apibank_lib.tools.registry import level3_toolset, level12_toolset
+from apibank_lib.tools.registry import toolset_for_level
+from apibank_lib.types import Sample
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "official"
 
@@ -19,36 +20,40 @@ def bench() -> Benchmark:
     return load_benchmark()
 
 
+def _prompt(sample: Sample, **kw: int):  # noqa: ANN202
+    return build_prompt(sample.context(), toolset_for_level(sample.level), **kw)
+
+
 def test_level1_api_prompt_describes_the_dialogue_apis_in_first_appearance_order(bench: Benchmark) -> None:
     sample = next(s for s in bench.samples(1, "api") if len(s.api_names) > 2)
-    prompt = build_prompt(sample, bench, level12_toolset())
+    prompt = _prompt(sample)
     system, user = prompt.messages[0]["content"], prompt.messages[1]["content"]
     assert system.startswith(API_INSTRUCTION)
     described = [json.loads(line)["name"] for line in system.split("API descriptions:\n", 1)[1].splitlines()]
-    assert described == sample.api_names
+    assert tuple(described) == sample.api_names
     assert user.rstrip().endswith("Generate API Request:") and prompt.text.endswith("API-Request:")
-    assert build_prompt(sample, bench, level12_toolset()) == prompt  # deterministic
+    assert _prompt(sample) == prompt  # deterministic
 
 
 def test_history_shows_api_results(bench: Benchmark) -> None:
     sample = next(s for s in bench.samples(1, "api") if any(t.role == "API" for t in s.history))
-    user = build_prompt(sample, bench, level12_toolset()).messages[1]["content"]
+    user = _prompt(sample).messages[1]["content"]
     api_lines = [line for line in user.splitlines() if line.startswith("API-Request: [")]
     assert api_lines and "->" in api_lines[0]
 
 
 def test_level2_api_samples_show_only_the_searcher(bench: Benchmark) -> None:
     sample = bench.samples(2, "api")[0]
-    prompt = build_prompt(sample, bench, level12_toolset())
+    prompt = _prompt(sample)
     assert [t.name for t in prompt.tools] == ["ToolSearcher"]
     assert describe_apis(prompt.tools) in prompt.messages[0]["content"]
     response = bench.samples(2, "response")[0]
-    assert "ToolSearcher" in [t.name for t in build_prompt(response, bench, level12_toolset()).tools]
+    assert "ToolSearcher" in [t.name for t in _prompt(response).tools]
 
 
 def test_level3_prompt_has_the_requirement_and_full_results(bench: Benchmark) -> None:
     sample = bench.samples(3, "api")[2]
-    user = build_prompt(sample, bench, level3_toolset()).messages[1]["content"]
+    user = _prompt(sample).messages[1]["content"]
     first = json.loads(user.splitlines()[0])
     assert first["apiCode"] == "ToolSearcher" and set(first) == {"apiCode", "description", "parameters", "response"}
     assert f"User: {sample.requirement}" in user
@@ -58,16 +63,17 @@ def test_level3_prompt_has_the_requirement_and_full_results(bench: Benchmark) ->
 
 def test_one_shot_prepends_a_worked_example(bench: Benchmark) -> None:
     sample = bench.samples(1, "api")[0]
-    assert "[GetToday()]" in build_prompt(sample, bench, level12_toolset(), shots=1).messages[1]["content"]
-    assert "[GetToday()]" not in build_prompt(sample, bench, level12_toolset()).messages[1]["content"]
+    assert "[GetToday()]" in _prompt(sample, shots=1).messages[1]["content"]
+    assert "[GetToday()]" not in _prompt(sample).messages[1]["content"]
 
 
-def test_paper_protocol_sends_the_release_strings() -> None:
+def test_the_release_strings_can_be_sent() -> None:
     release = load_benchmark(FIXTURE)
     assert set(release.test_data) == {"level-1-api", "level-1-response", "level-2-api", "level-2-response"}
     sample = release.samples(1, "api")[1]
-    paper = build_prompt(sample, release, level12_toolset().with_metadata(release.metadata_l12), protocol="paper")
+    item = release.release_prompt(sample)
+    paper = build_prompt(sample.context(), release.toolset(1), release_item=item)
     assert paper.source == "official-test-data"
     assert paper.messages[0]["content"] == "RELEASE INSTRUCTION (api, level 1)"
-    ours = build_prompt(sample, release, level12_toolset().with_metadata(release.metadata_l12), protocol="v2")
+    ours = build_prompt(sample.context(), release.toolset(1))
     assert ours.source == "ours" and "(release wording)" in ours.messages[0]["content"]

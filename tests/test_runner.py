@@ -11,8 +11,11 @@ from apibank_lib.backends.baselines import NoCallBackend
 from apibank_lib.backends.scripted import ScriptedBackend
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ConfigError
-from apibank_lib.runner import RunConfig, read_predictions, run
-from apibank_lib.scoring import rouge_l, score_run
+from apibank_lib.protocols import PAPER
+from apibank_lib.replies import rouge_l
+from apibank_lib.runner import run
+from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.scoring import score_run
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,7 @@ def test_a_line_cut_by_a_crash_is_dropped_and_redone(bench: Benchmark, tmp_path:
     path = out / "predictions.jsonl"
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) - 20])  # the last record is cut mid-line
-    assert len(read_predictions(path)) == 4
+    assert len(RunFolder(out).read_predictions().records) == 4
     again = run(RunConfig("scripted", levels=(1,), limit=5, out=str(out)), backend=ScriptedBackend("x"), bench=bench, progress=False)
     assert again.answered == 1
     assert [json.loads(x)["key"] for x in path.read_text().splitlines()] == [s.key for s in bench.samples(1)[:5]]
@@ -82,12 +85,12 @@ def test_backend_failures_are_recorded_and_retried_on_request(bench: Benchmark, 
     assert again.answered == 0 and again.skipped == 12
     retried = run(RunConfig("scripted", levels=(1,), limit=12, out=str(out), retry_failed=True), backend=ScriptedBackend("ok"), bench=bench, progress=False)
     assert retried.answered == first.failed
-    assert not any(r.get("error") for r in read_predictions(out / "predictions.jsonl").values())
+    assert not any(r.failed for r in RunFolder(out).read_predictions().records.values())
 
 
 def test_concurrent_runs_answer_every_sample_once(bench: Benchmark, tmp_path: Path) -> None:
     out = tmp_path / "conc"
-    backend = ScriptedBackend(lambda req: f"reply to {req.sample.key}", delay_s=0.01)
+    backend = ScriptedBackend(lambda req: f"reply to {req.item.key}", delay_s=0.01)
     result = run(RunConfig("scripted", levels=(1, 2), limit=20, out=str(out), concurrency=8), backend=backend, bench=bench, progress=False)
     assert result.answered == 40
     recs = _lines(out)
@@ -128,11 +131,11 @@ def test_rouge_l_follows_the_rouge_package() -> None:
 
 
 def test_oracle_under_paper_matches_the_paper_replay(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.protocols import replay
+    from apibank_lib.grading import replay
 
     result = run(RunConfig("oracle", protocol="paper", tasks=("api",), out=str(tmp_path / "paper")), bench=bench, progress=False)
     metrics = score_run(result.path, bench=bench)
-    report = replay(bench, "paper")
+    report = replay(bench, PAPER)
     for lv in ("1", "2", "3"):
         assert metrics["levels"][lv]["api_correct"] == report["levels"][lv]["samples_correct"]
         assert metrics["levels"][lv]["api_samples"] == report["levels"][lv]["samples"]

@@ -16,74 +16,69 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from apibank_lib.backends.base import Completion, Request
+from apibank_lib.backends.base import Backend, Completion, Request
 from apibank_lib.calls import format_call, format_call_paper
-from apibank_lib.types import ApiCall, Level3Item, Level3Step, ToolSchema, Turn
+from apibank_lib.prompts import LEADS, target_text
+from apibank_lib.types import ApiCall, ApiRecord, Episode, Param, ToolSchema, Turn
 
 __all__ = ["OracleBackend", "NoCallBackend", "HeuristicBackend"]
 
 NO_CALL_REPLY = "I am sorry, I cannot help with that right now."
 
 
-class OracleBackend:
-    """Answers with the gold (reads ``request.sample``)."""
+class OracleBackend(Backend):
+    """Answers with the gold (reads ``request.item``)."""
 
+    kind = "oracle"
     concurrent = True
 
     def __init__(self) -> None:
         self.name = "oracle"
 
+    def prompt_mode(self, native_tools: bool) -> str:
+        return "reference"
+
     def complete(self, request: Request) -> Completion:
-        sample = request.sample
-        if sample is None:
-            raise ValueError("the oracle needs the sample")
-        gold = sample.gold
-        if isinstance(gold, Level3Item):  # agent loop: next gold step, then the final reply
-            if request.step < len(gold.steps):
-                st = gold.steps[request.step]
-                return Completion("API-Request: " + format_call_paper(st.api_name, st.input))
-            return Completion(gold.response)
-        if isinstance(gold, Level3Step):
-            return Completion("API-Request: " + format_call_paper(gold.api_name, gold.input))
-        if isinstance(gold, Turn) and gold.role == "API":
-            return Completion("API-Request: " + format_call_paper(str(gold.api_name), gold.param_dict or {}))
-        return Completion(str(gold.text if isinstance(gold, Turn) else gold))
-
-    def info(self) -> dict[str, Any]:
-        return {"backend": "oracle"}
+        item = request.item
+        if item is None:
+            raise ValueError("the oracle needs the sample or episode it answers")
+        if isinstance(item, Episode):  # agent loop: the next gold step, then the final reply
+            if request.step < len(item.item.steps):
+                st = item.item.steps[request.step]
+                return Completion(f"{LEADS['api']} {format_call_paper(st.api_name, st.args)}")
+            return Completion(item.item.response)
+        return Completion(target_text(item))
 
 
-class NoCallBackend:
+class NoCallBackend(Backend):
     """Never calls an API."""
 
+    kind = "no-call"
     concurrent = True
 
     def __init__(self) -> None:
         self.name = "no-call"
 
+    def prompt_mode(self, native_tools: bool) -> str:
+        return "reference"
+
     def complete(self, request: Request) -> Completion:
         return Completion(NO_CALL_REPLY)
 
     def info(self) -> dict[str, Any]:
-        return {"backend": "no-call", "reply": NO_CALL_REPLY}
+        return {"backend": self.kind, "reply": NO_CALL_REPLY}
 
 
 _DT_RE = re.compile(r"\b(2023-\d{2}-\d{2})(?:[ T](\d{1,2}:\d{2}(?::\d{2})?))?")
 _CREDS_RE = re.compile(r"\b([A-Z][a-z]+[A-Z][A-Za-z]+)\b[\s,/:;-]*(?:(?:and|password|pw|pass)\s*(?:is|:)?\s*)?([^\s,.;'\"]+)")
 
 
-def _outputs(history: list[Any]) -> list[Any]:
-    out = []
-    for rec in history:
-        if isinstance(rec, Level3Step):
-            out.append(rec.output.get("output"))
-        elif isinstance(rec, Turn) and rec.role == "API":
-            out.append((rec.result or {}).get("output"))
-    return out
+def _outputs(history: tuple[Turn, ...]) -> list[Any]:
+    return [rec.output for rec in history if isinstance(rec, ApiRecord)]
 
 
-def _user_text(history: list[Any], requirement: str | None) -> str:
-    parts = [requirement or ""] + [t.text or "" for t in history if isinstance(t, Turn) and t.role == "User"]
+def _user_text(history: tuple[Turn, ...], requirement: str | None) -> str:
+    parts = [requirement or ""] + [t.text for t in history if t.role == "User"]  # type: ignore[union-attr]
     return " ".join(p for p in parts if p)
 
 
@@ -111,7 +106,7 @@ def _retrieved(outputs: list[Any]) -> list[str]:
     return []
 
 
-class HeuristicBackend:
+class HeuristicBackend(Backend):
     """Retrieval by embedding plus rule-based slot filling.
 
     Args:
@@ -119,6 +114,7 @@ class HeuristicBackend:
             the library's embedding search.
     """
 
+    kind = "heuristic"
     concurrent = False
 
     def __init__(self, searcher_factory: Any = None) -> None:
@@ -126,8 +122,8 @@ class HeuristicBackend:
         self._factory = searcher_factory
         self._indexes: dict[tuple[str, ...], Any] = {}
 
-    def info(self) -> dict[str, Any]:
-        return {"backend": "heuristic"}
+    def prompt_mode(self, native_tools: bool) -> str:
+        return "reference"
 
     def _index(self, schemas: list[ToolSchema]) -> Any:
         key = tuple(s.name for s in schemas)
@@ -141,15 +137,12 @@ class HeuristicBackend:
         return self._indexes[key]
 
     def complete(self, request: Request) -> Completion:
-        sample = request.sample
-        if sample is None:
-            raise ValueError("the heuristic baseline needs the sample")
-        history = list(sample.history)  # in the agent loop, the episode's steps so far
-        outputs = _outputs(history)
+        context = request.context  # in the agent loop, the episode's steps so far
+        outputs = _outputs(context.history)
         if request.kind == "response":
             last = outputs[-1] if outputs else ""
             return Completion(f"Here is what I found: {last}")
-        words = _user_text(history, sample.requirement)
+        words = _user_text(context.history, context.requirement)
         shown = [s for s in request.prompt.tools]
         if [s.name for s in shown] == ["ToolSearcher"]:
             found = _retrieved(outputs)
@@ -180,8 +173,6 @@ def _keywords(words: str) -> str:
 
 
 def _schema_from_outputs(outputs: list[Any], name: str) -> ToolSchema | None:
-    from apibank_lib.types import Param
-
     for out in reversed(outputs):
         for d in out if isinstance(out, list) else [out]:
             if isinstance(d, dict) and d.get("name") == name and "input_parameters" in d:

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.backends.base import BackendError, Completion, Request
-from apibank_lib.errors import ConfigError
+from apibank_lib.backends.base import Backend, Completion, Request
+from apibank_lib.errors import BackendError, ConfigError
 
 __all__ = ["LlamaCppBackend", "packaged_gemma_path"]
 
@@ -33,17 +33,37 @@ def packaged_gemma_path() -> Path:
     return Path(assemble())
 
 
-class LlamaCppBackend:
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity, where the system tells)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+class LlamaCppBackend(Backend):
     """A GGUF model in-process through llama-cpp-python.
+
+    llama.cpp's threads spin while they wait for each other, so it slows down
+    badly (up to 100x on a 2-core machine) when another busy process shares its
+    cores: run one model job at a time, or give fewer ``threads``.
 
     Args:
         model: ``gemma-3-270m`` (the packaged model) or a path to a ``.gguf`` file.
         n_ctx: context window in tokens.
-        threads: CPU threads (default: all cores).
+        threads: CPU threads (default: every core this process may use).
         seed: sampling seed (decoding is greedy anyway).
     """
 
+    kind = "llamacpp"
     concurrent = False  # one llama.cpp context; the runner serialises requests
+    answer_options = ("model", "n_ctx")
+    default_target = "gemma-3-270m"
+
+    @classmethod
+    def target_options(cls, target: str) -> dict[str, Any]:
+        """The target is the model: ``gemma-3-270m`` or a ``.gguf`` path."""
+        return {"model": target}
 
     def __init__(self, model: str = "gemma-3-270m", n_ctx: int = 4096, threads: int | None = None, seed: int = 0) -> None:
         try:
@@ -54,9 +74,10 @@ class LlamaCppBackend:
         if not path.is_file():
             raise ConfigError(f"GGUF model file not found: {path}")
         self.name = f"llamacpp:{model}"
+        self.model = model
         self.model_path = path
         self.n_ctx = n_ctx
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or available_cores()
         self.seed = seed
         start = time.perf_counter()
         self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, seed=seed, verbose=False)
@@ -64,7 +85,7 @@ class LlamaCppBackend:
         self._lock = threading.Lock()
 
     def info(self) -> dict[str, Any]:
-        return {"backend": "llamacpp", "model_file": self.model_path.name, "n_ctx": self.n_ctx, "threads": self.threads, "seed": self.seed, "decoding": "greedy"}
+        return {"backend": self.kind, "model_file": self.model_path.name, "n_ctx": self.n_ctx, "threads": self.threads, "seed": self.seed, "decoding": "greedy"}
 
     def complete(self, request: Request) -> Completion:
         prompt = request.prompt.text

@@ -13,6 +13,8 @@ Modes:
 
 Every request has a client timeout; 429, 5xx, timeouts and refused connections
 are retried with exponential backoff. Token usage and latency are recorded.
+Before a run, :meth:`OpenAIBackend.preflight` asks the server for its models, so
+a wrong address or a dead server stops the run at once with the reason.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 
 import httpx
 
-from apibank_lib.backends.base import BackendError, Completion, Request
+from apibank_lib.backends.base import Backend, Completion, Request
+from apibank_lib.errors import BackendError
 from apibank_lib.errors import ConfigError
 from apibank_lib.types import ApiCall, ToolSchema
 
@@ -49,7 +52,7 @@ def tool_json_schema(schema: ToolSchema) -> dict[str, Any]:
     }
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """A model behind an OpenAI-compatible HTTP API.
 
     Args:
@@ -65,7 +68,9 @@ class OpenAIBackend:
             grammar can be slow when left to decide).
     """
 
+    kind = "openai"
     concurrent = True
+    answer_options = ("model", "mode", "temperature", "tool_choice")
 
     def __init__(
         self,
@@ -91,6 +96,30 @@ class OpenAIBackend:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
+    @classmethod
+    def target_options(cls, target: str) -> dict[str, Any]:
+        """``<model>@<base_url>`` -> model and base URL."""
+        model, sep, base_url = target.rpartition("@")
+        if not sep or not model or not base_url:
+            raise ConfigError(f"write an OpenAI-compatible model as openai:<model>@<base_url>, not 'openai:{target}'")
+        return {"model": model, "base_url": base_url}
+
+    def prompt_mode(self, native_tools: bool) -> str:
+        if self.mode == "completion":
+            return "completion"
+        return "tools" if native_tools or self.mode == "tools" else "chat"
+
+    def preflight(self) -> None:
+        """Ask the server for its models (``GET <base_url>/models``): fail fast when it cannot be reached."""
+        try:
+            resp = self._client.get(self.base_url + "/models", timeout=min(10.0, self.timeout_s))
+        except httpx.HTTPError as exc:
+            raise BackendError(f"cannot reach {self.base_url} ({type(exc).__name__}: {exc}); is the server running at that address?", connection=True) from exc
+        if resp.status_code in (401, 403):
+            raise BackendError(f"{self.base_url} refused the credentials (HTTP {resp.status_code}); set APIBANK_API_KEY")
+        if resp.status_code == 404:
+            raise BackendError(f"{self.base_url}/models does not exist (HTTP 404); the base URL usually ends in /v1")
+
     def info(self) -> dict[str, Any]:
         return {
             "backend": "openai",
@@ -115,8 +144,11 @@ class OpenAIBackend:
                 problem = f"HTTP {resp.status_code}: {resp.text[:300]}"
             except (httpx.TimeoutException, httpx.ConnectError, httpx.RemoteProtocolError) as exc:
                 retryable, problem = True, f"{type(exc).__name__}: {exc}"
+                unreachable = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError))
+            else:
+                unreachable = False
             if not retryable or attempt > self.max_retries:
-                raise BackendError(f"{self.name}: {problem} (after {attempt} attempt(s))")
+                raise BackendError(f"{self.name}: {problem} (after {attempt} attempt(s))", connection=unreachable)
             time.sleep(min(30.0, self.backoff_s * 2 ** (attempt - 1)))
 
     def complete(self, request: Request) -> Completion:

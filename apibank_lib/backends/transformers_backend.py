@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.backends.base import Completion, Request
+from apibank_lib.backends.base import Backend, Completion, Request
 from apibank_lib.errors import ConfigError
 
 __all__ = ["TransformersBackend", "load_causal_lm"]
@@ -62,16 +62,24 @@ def load_causal_lm(model: str) -> tuple[Any, Any, str]:
     raise ConfigError(f"not a model directory or GGUF file: {model}")
 
 
-class TransformersBackend:
+class TransformersBackend(Backend):
     """Greedy generation with transformers on the CPU (or a GPU when one is present).
 
     Args:
         model: see the module docstring.
         adapter: a PEFT/LoRA adapter directory to apply.
-        threads: torch CPU threads.
+        threads: torch CPU threads (default: leave torch's setting).
     """
 
+    kind = "hf"
     concurrent = False
+    answer_options = ("model", "adapter")
+    default_target = "gemma-3-270m"
+
+    @classmethod
+    def target_options(cls, target: str) -> dict[str, Any]:
+        """The target is the model: ``gemma-3-270m``, a ``.gguf`` file or a model directory."""
+        return {"model": target}
 
     def __init__(self, model: str = "gemma-3-270m", adapter: str | None = None, threads: int | None = None) -> None:
         import torch
@@ -90,12 +98,13 @@ class TransformersBackend:
         self.lm.to(self.device).eval()
         self.load_s = time.perf_counter() - start
         self.name = f"hf:{model}" + (f"+{adapter}" if adapter else "")
+        self.model = model
         self.adapter = adapter
         self._torch = torch
         self._lock = threading.Lock()
 
     def info(self) -> dict[str, Any]:
-        return {"backend": "hf", "source": Path(self.source).name, "adapter": self.adapter, "device": self.device, "decoding": "greedy"}
+        return {"backend": self.kind, "source": Path(self.source).name, "adapter": self.adapter, "device": self.device, "decoding": "greedy"}
 
     def complete(self, request: Request) -> Completion:
         torch = self._torch

@@ -12,21 +12,28 @@ import random
 import string
 from typing import Any
 
+from apibank_lib.shapes import STR, DictOf, Record
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import same_envelope
 from apibank_lib.types import Param
 
 __all__ = ["CheckToken", "GetUserToken", "RegisterUser", "DeleteAccount", "ModifyPassword", "ForgotPassword"]
 
+_ACCOUNT_SHAPE = DictOf(Record({"password": STR, "token": STR, "email": STR}))
+"""Record shape of the ``Account`` database."""
+
 
 class CheckToken(Tool):
     """Resolve a token to its owner. Also the token checker every token tool uses."""
 
     name = "CheckToken"
+    domain = "account"
     description = "Look up which user a login token belongs to."
     input_parameters = {"token": Param("str", "The login token to look up.")}
     output_parameters = {"username": Param("str", "The user who owns the token.")}
     database_name = "Account"
+    database_shape = _ACCOUNT_SHAPE
     writes_database = True  # shares the Account copy with the tools that write it
     envelope_has_api_name = False
 
@@ -35,7 +42,7 @@ class CheckToken(Tool):
         for username, record in self.db.items():
             if record["token"] == token:
                 return username
-        raise Exception("The token is invalid.")
+        raise ToolFailure("The token is invalid.")
 
     def run(self, token: Any) -> Any:
         return {"username": self.lookup(token)}
@@ -48,6 +55,7 @@ class GetUserToken(Tool):
     """Log in with a username and password and receive the user's token."""
 
     name = "GetUserToken"
+    domain = "account"
     description = "Log a user in with username and password and return the user's token, which other APIs need."
     input_parameters = {
         "username": Param("str", "The account's username."),
@@ -55,13 +63,14 @@ class GetUserToken(Tool):
     }
     output_parameters = {"token": Param("str", "The user's login token.")}
     database_name = "Account"
+    database_shape = _ACCOUNT_SHAPE
     writes_database = True
 
     def run(self, username: Any, password: Any) -> Any:
         if username not in self.db:
-            raise Exception("The username does not exist.")
+            raise ToolFailure("The username does not exist.")
         if self.db[username]["password"] != password:
-            raise Exception("The password is incorrect.")
+            raise ToolFailure("The password is incorrect.")
         return {"token": self.db[username]["token"]}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -72,6 +81,7 @@ class RegisterUser(Tool):
     """Create an account; the new user's token is returned."""
 
     name = "RegisterUser"
+    domain = "account"
     description = "Create a new user account from a username, a password and an e-mail address; returns the new token."
     input_parameters = {
         "username": Param("str", "The username to register."),
@@ -80,12 +90,13 @@ class RegisterUser(Tool):
     }
     output_parameters = {"token": Param("str", "The new account's login token.")}
     database_name = "Account"
+    database_shape = _ACCOUNT_SHAPE
     writes_database = True
     envelope_has_api_name = False
 
     def run(self, username: Any, password: Any, email: Any) -> Any:
         if username in self.db:
-            raise Exception("The username already exists.")
+            raise ToolFailure("The username already exists.")
         # The original draws an unseeded random token; ours is derived from the
         # username so that the same inputs always give byte-identical outputs.
         seed = int.from_bytes(hashlib.sha256(str(username).encode()).digest()[:8], "big")
@@ -111,17 +122,19 @@ class DeleteAccount(Tool):
     """Delete the account that owns the token."""
 
     name = "DeleteAccount"
+    domain = "account"
     description = "Permanently delete the account that the given token belongs to."
     input_parameters = {"token": Param("str", "The login token of the account to delete.")}
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Account"
+    database_shape = _ACCOUNT_SHAPE
     writes_database = True
     envelope_has_api_name = False
 
     def run(self, token: Any) -> Any:
         username = self.username_for(token)
         if username not in self.db:
-            raise Exception("No such user.")
+            raise ToolFailure("No such user.")
         del self.db[username]
         return {"status": "success"}
 
@@ -133,6 +146,7 @@ class ModifyPassword(Tool):
     """Change a password; the token stays valid."""
 
     name = "ModifyPassword"
+    domain = "account"
     description = "Change the password of the logged-in user, given the current password."
     input_parameters = {
         "token": Param("str", "The user's login token."),
@@ -141,12 +155,13 @@ class ModifyPassword(Tool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Account"
+    database_shape = _ACCOUNT_SHAPE
     writes_database = True
 
     def run(self, token: Any, old_password: Any, new_password: Any) -> Any:
         username = self.username_for(token)
         if self.db[username]["password"] != old_password:
-            raise Exception("The old password is incorrect.")
+            raise ToolFailure("The old password is incorrect.")
         self.db[username]["password"] = new_password
         return {"status": "success"}
 
@@ -158,6 +173,7 @@ class ForgotPassword(Tool):
     """Two-step password reset: request a code, then set a new password with it."""
 
     name = "ForgotPassword"
+    domain = "account"
     description = (
         "Reset a forgotten password in two calls: first with status 'Forgot Password', username and email "
         "to receive a verification code, then with status 'Verification Code', the code and the new password."
@@ -171,6 +187,7 @@ class ForgotPassword(Tool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Account"
+    database_shape = _ACCOUNT_SHAPE
     writes_database = True
     envelope_has_api_name = False
 
@@ -185,24 +202,24 @@ class ForgotPassword(Tool):
     def run(self, status: Any, **kwargs: Any) -> Any:
         if status == "Forgot Password":
             if "username" not in kwargs or "email" not in kwargs:
-                raise Exception("The username and email are required for the first call.")
+                raise ToolFailure("The username and email are required for the first call.")
             username = kwargs["username"]
             if username not in self.db:
-                raise Exception("The username does not exist.")
+                raise ToolFailure("The username does not exist.")
             if self.db[username]["email"] != kwargs["email"]:
-                raise Exception("The email is incorrect.")
+                raise ToolFailure("The email is incorrect.")
             self.pending_code, self.pending_user = self.CODE, username
             return self.CODE
         if status == "Verification Code":
             if not self.pending_code:
-                raise Exception("You need to call the API with status 'Forgot Password' at first.")
+                raise ToolFailure("You need to call the API with status 'Forgot Password' at first.")
             if "new_password" not in kwargs or "verification_code" not in kwargs:
-                raise Exception("The new password and verification code are required for the second call.")
+                raise ToolFailure("The new password and verification code are required for the second call.")
             if kwargs["verification_code"] != self.pending_code:
-                raise Exception("The verification code is incorrect.")
+                raise ToolFailure("The verification code is incorrect.")
             self.db[self.pending_user]["password"] = kwargs["new_password"]
             return "success"
-        raise Exception("The status is only 'Forgot Password' or 'Verification Code'.")
+        raise ToolFailure("The status is only 'Forgot Password' or 'Verification Code'.")
 
     def state(self) -> Any:
         return {"pending_code": self.pending_code, "pending_user": self.pending_user}

@@ -25,11 +25,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from apibank_lib.shapes import STR, DictOf, Record
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import jaccard, require_same_api, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddAgenda", "DeleteAgenda", "ModifyAgenda", "QueryAgenda"]
+
+_AGENDA_SHAPE = DictOf(Record({"content": STR, "time": STR, "location": STR, "username": STR}))
+"""Record shape of the ``Agenda`` database."""
 
 _TOKEN = Param("str", "The user's login token (from GetUserToken).")
 _TIME = Param("str", "The item's date and time, formatted %Y-%m-%d %H:%M:%S.")
@@ -60,6 +65,7 @@ class AddAgenda(Tool):
     """Add an agenda item for the token's user."""
 
     name = "AddAgenda"
+    domain = "schedule"
     description = "Put a new item on the user's agenda: what it is, when it takes place and where."
     input_parameters = {
         "token": _TOKEN,
@@ -69,12 +75,13 @@ class AddAgenda(Tool):
     }
     output_parameters = _STATUS
     database_name = "Agenda"
+    database_shape = _AGENDA_SHAPE
     writes_database = True
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> Any:
         strptime_check(time)
         if content.strip() == "":
-            raise Exception("Content should not be null")
+            raise ToolFailure("Content should not be null")
         # The original counts items for the key (an int, never equal to the str
         # keys of the file), so a key freed by a deletion is reused: see the module docstring.
         key = len(self.db) + 1
@@ -91,6 +98,7 @@ class DeleteAgenda(Tool):
     """Delete the user's first agenda item with the given content or time."""
 
     name = "DeleteAgenda"
+    domain = "schedule"
     description = "Remove an item from the user's agenda, found by its content or by its time."
     input_parameters = {
         "token": _TOKEN,
@@ -100,6 +108,7 @@ class DeleteAgenda(Tool):
     }
     output_parameters = _STATUS
     database_name = "Agenda"
+    database_shape = _AGENDA_SHAPE
     writes_database = True
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> Any:
@@ -111,9 +120,9 @@ class DeleteAgenda(Tool):
             del self.db[key]
             return "success"
         if content:
-            raise Exception(f"You have no meeting about {content}")
+            raise ToolFailure(f"You have no meeting about {content}")
         if time:
-            raise Exception(f"You have no meeting at time : {time}")
+            raise ToolFailure(f"You have no meeting at time : {time}")
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -127,6 +136,7 @@ class ModifyAgenda(Tool):
     """Replace the user's first agenda item that has the given content or time."""
 
     name = "ModifyAgenda"
+    domain = "schedule"
     description = (
         "Change an item on the user's agenda: the item with this content (or at this time) "
         "gets the given content, time and location."
@@ -139,6 +149,7 @@ class ModifyAgenda(Tool):
     }
     output_parameters = _STATUS
     database_name = "Agenda"
+    database_shape = _AGENDA_SHAPE
     writes_database = True
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> Any:
@@ -150,9 +161,9 @@ class ModifyAgenda(Tool):
             self.db[key] = {"username": username, "content": content, "time": time, "location": location}
             return "success"
         if content:
-            raise Exception(f"You have no agenda about {content}")
+            raise ToolFailure(f"You have no agenda about {content}")
         if time:
-            raise Exception(f"You have no agenda at time : {time}")
+            raise ToolFailure(f"You have no agenda at time : {time}")
         return "Error"  # the original returns Exception('Error') as the output: see the module docstring
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -163,6 +174,7 @@ class QueryAgenda(Tool):
     """Return the user's first agenda item that has the given content or time."""
 
     name = "QueryAgenda"
+    domain = "schedule"
     description = "Look up an item on the user's agenda by its content or its time; returns the whole item."
     input_parameters = {
         "token": _TOKEN,
@@ -172,6 +184,7 @@ class QueryAgenda(Tool):
     }
     output_parameters = {"info": Param("json", "The agenda item: content, time, location and username.")}
     database_name = "Agenda"
+    database_shape = _AGENDA_SHAPE
     read_only = True
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> Any:
@@ -182,13 +195,11 @@ class QueryAgenda(Tool):
         if key is not None:
             return self.db[key]
         if content:
-            raise Exception(f"You have no agenda about {content}")
+            raise ToolFailure(f"You have no agenda about {content}")
         if time:
-            raise Exception(f"You have no agenda at time : {time}")
-        raise Exception("Error")
+            raise ToolFailure(f"You have no agenda at time : {time}")
+        raise ToolFailure("Error")
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _check_item(pred, gold)
 
-
-TOOLS = (AddAgenda, DeleteAgenda, ModifyAgenda, QueryAgenda)

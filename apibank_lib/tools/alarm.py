@@ -16,11 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from apibank_lib.shapes import STR, DictOf, Record
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import same_envelope, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddAlarm", "DeleteAlarm", "ModifyAlarm", "QueryAlarm"]
+
+_ALARM_SHAPE = DictOf(Record({"time": STR, "username": STR}))
+"""Record shape of the ``Alarm`` database."""
 
 _TOKEN = Param("str", "The user's login token (from GetUserToken).")
 _TIME = Param("str", "When the alarm rings, formatted %Y-%m-%d %H:%M:%S.")
@@ -39,10 +44,12 @@ class AddAlarm(Tool):
     """Set an alarm for the token's user."""
 
     name = "AddAlarm"
+    domain = "schedule"
     description = "Set a new alarm clock for the user at the given date and time."
     input_parameters = {"token": _TOKEN, "time": _TIME}
     output_parameters = _STATUS
     database_name = "Alarm"
+    database_shape = _ALARM_SHAPE
     writes_database = True
 
     def run(self, token: Any, time: Any) -> Any:
@@ -61,10 +68,12 @@ class DeleteAlarm(Tool):
     """Delete the user's first alarm at the given time."""
 
     name = "DeleteAlarm"
+    domain = "schedule"
     description = "Remove the user's alarm clock that rings at the given date and time."
     input_parameters = {"token": _TOKEN, "time": _TIME}
     output_parameters = _STATUS
     database_name = "Alarm"
+    database_shape = _ALARM_SHAPE
     writes_database = True
 
     def run(self, token: Any, time: Any) -> Any:
@@ -72,7 +81,7 @@ class DeleteAlarm(Tool):
         username = self.username_for(token)
         key = _find(self.db, username, time)
         if key is None:
-            raise Exception(f"You have no alarm clock at time : {time}")
+            raise ToolFailure(f"You have no alarm clock at time : {time}")
         del self.db[key]
         return "success"
 
@@ -84,6 +93,7 @@ class ModifyAlarm(Tool):
     """Move the user's first alarm at one time to another time."""
 
     name = "ModifyAlarm"
+    domain = "schedule"
     description = "Move one of the user's alarm clocks from its current time to a new time."
     input_parameters = {
         "token": _TOKEN,
@@ -92,6 +102,7 @@ class ModifyAlarm(Tool):
     }
     output_parameters = _STATUS
     database_name = "Alarm"
+    database_shape = _ALARM_SHAPE
     writes_database = True
 
     def run(self, token: Any, from_time: Any, to_time: Any) -> Any:
@@ -100,7 +111,7 @@ class ModifyAlarm(Tool):
         username = self.username_for(token)
         key = _find(self.db, username, from_time)
         if key is None:
-            raise Exception(f"You have no agenda at time : {from_time}")
+            raise ToolFailure(f"You have no agenda at time : {from_time}")
         self.db[key] = {"username": username, "time": to_time}
         return "success"
 
@@ -112,10 +123,12 @@ class QueryAlarm(Tool):
     """Return the user's first alarm at the given time."""
 
     name = "QueryAlarm"
+    domain = "schedule"
     description = "Check whether the user has an alarm clock at the given date and time; returns the alarm."
     input_parameters = {"token": _TOKEN, "time": _TIME}
     output_parameters = {"info": Param("json", "The alarm: its time and username.")}
     database_name = "Alarm"
+    database_shape = _ALARM_SHAPE
     read_only = True
 
     def run(self, token: Any, time: Any) -> Any:
@@ -123,11 +136,9 @@ class QueryAlarm(Tool):
         username = self.username_for(token)
         key = _find(self.db, username, time)
         if key is None:
-            raise Exception(f"You have no alarm clock at time : {time}")
+            raise ToolFailure(f"You have no alarm clock at time : {time}")
         return self.db[key]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_envelope(pred, gold)
 
-
-TOOLS = (AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm)

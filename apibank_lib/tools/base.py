@@ -1,40 +1,68 @@
-"""The Tool base class, the argument conversion derived from its schema, and ToolEnv.
+"""The Tool base class, its correctness rules, and ToolEnv (what a tool may ask of its sandbox).
 
 A tool is a small class with a typed schema (class attributes), a ``run`` method
-holding its behaviour, and a correctness rule ``check`` that judges a predicted
-result envelope against the gold one, exactly as the original API-Bank checker
-did (quirks included). ``check_v2`` is the corrected rule used by the ``v2``
-grading protocol; it defaults to ``check``.
+holding its behaviour, and one or more *checker rules* that judge a predicted
+result envelope against the gold one.
 
-Conversion of argument values happens before a tool runs, in one of two modes:
+Checker rules are named. Every tool has the ``original`` rule, :meth:`Tool.check`,
+which reproduces the original API-Bank checker exactly, quirks included. A tool
+whose original checker has a bug also declares a ``corrected`` rule, a method
+marked with :func:`checker_rule`. A grading protocol names the rules it prefers,
+in order (``("corrected", "original")``), and each tool is judged by the first
+rule it declares; a new protocol may introduce a new rule name on the few tools
+it changes, without touching the others.
 
-* ``"paper"`` reproduces the original ToolManager: every value is expected as
-  text; ``int`` must be all digits, ``float`` digits with at most one dot, ``bool``
-  is true only for the text ``True``; list types pass through unchanged.
-* ``"v2"`` is typed and tolerant: values may already be typed (our call parser
-  yields ints, floats, booleans, lists and dicts); numeric text with a sign or
-  exponent converts; list types given as text are parsed as literals (safely,
-  never with ``eval``); documented renamed parameters are accepted.
+Failures: ``run`` raises :class:`~apibank_lib.errors.ToolFailure` with the
+original's error text to fail on purpose; that text becomes the envelope's
+``exception``. Any other exception escaping ``run`` is a bug in the tool and is
+raised as :class:`~apibank_lib.errors.ToolError`, so that it is never graded as
+the model's fault.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, ClassVar, Literal, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from apibank_lib.errors import InvalidParameterError, MissingParameterError, ParameterTypeError, ParseError
+from apibank_lib.shapes import Shape
+from apibank_lib.errors import ApibankError, ConfigError, ToolError, ToolFailure
 from apibank_lib.types import ApiResult, Param, ToolSchema
 
-__all__ = ["Tool", "ToolEnv", "Conversion", "convert_arguments", "missing_message"]
+__all__ = ["Tool", "ToolEnv", "Checker", "checker_rule", "ORIGINAL", "CORRECTED", "LEVEL12", "LEVEL3"]
 
-Conversion = Literal["paper", "v2"]
+ORIGINAL = "original"
+"""The rule of the original checker, declared by every tool (:meth:`Tool.check`)."""
+
+CORRECTED = "corrected"
+"""The rule with a documented bug of the original checker fixed."""
+
+LEVEL12 = "level-1-2"
+"""The tool set of levels 1 and 2."""
+
+LEVEL3 = "level-3"
+"""The tool set of level 3."""
+
+Checker = Callable[[dict[str, Any], dict[str, Any]], bool]
+"""A correctness rule: ``(predicted envelope, gold envelope) -> correct``."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def checker_rule(name: str) -> Callable[[_F], _F]:
+    """Mark a method of a Tool subclass as its correctness rule called ``name``."""
+
+    def mark(method: _F) -> _F:
+        method.__checker_rule__ = name  # type: ignore[attr-defined]
+        return method
+
+    return mark
 
 
 class ToolEnv(Protocol):
     """What a tool may ask of the sandbox that runs it."""
 
     def check_token(self, token: Any) -> str:
-        """Return the username owning ``token`` or raise ``Exception('The token is invalid.')``."""
+        """Return the username owning ``token`` or raise ``ToolFailure('The token is invalid.')``."""
         ...
 
     def search_tools(self, keywords: str, k: int = 1) -> list[tuple[ToolSchema, float]]:
@@ -49,40 +77,63 @@ class ToolEnv(Protocol):
 class Tool:
     """Base class of every API.
 
-    Subclasses set the class attributes and implement :meth:`run` (raise any
-    exception to report a failure: its ``str()`` becomes the envelope's
-    ``exception``) and :meth:`check`.
+    A concrete tool sets the class attributes below, implements :meth:`run`
+    and :meth:`check`, and is registered by being defined in one of the modules
+    that :mod:`apibank_lib.tools.registry` lists (nothing else to edit).
 
     Attributes:
         name: the API name (CamelCase, as in API-Bank).
         description: our own one-line description shown to models.
         input_parameters: declared inputs in declaration order.
         output_parameters: declared outputs.
+        domain: the API's domain (``schedule``, ``smart home``, ...), for statistics.
+        toolset: ``LEVEL12`` or ``LEVEL3``.
         database_name: the database (file stem) the tool reads, if any.
+        database_shape: the record shape of that database, checked when it is loaded
+            (tools sharing a database share the shape object).
         writes_database: True when the tool changes its database; the sandbox
             then gives it a private deep copy per episode.
         envelope_has_api_name: False for the few tools whose original envelope
             lacks the ``api_name`` key.
-        aliases: renamed parameters accepted by the ``v2`` conversion
-            (old name -> current name).
+        aliases: renamed parameters that a conversion accepting them maps to the
+            current name (old name -> current name).
         searchable: whether ToolSearcher may return this API.
         read_only: the call changes no state at all (neither a database nor the
             instance), so replaying it to rebuild a dialogue's state can be skipped.
         state_is_outcome: whether the instance state counts as an outcome of the
             episode (False for bookkeeping that only reproduces a quirk).
+        abstract: True on shared base classes that are not APIs themselves.
     """
 
     name: ClassVar[str]
     description: ClassVar[str]
     input_parameters: ClassVar[dict[str, Param]] = {}
     output_parameters: ClassVar[dict[str, Param]] = {}
+    domain: ClassVar[str] = ""
+    toolset: ClassVar[str] = LEVEL12
     database_name: ClassVar[str | None] = None
+    database_shape: ClassVar[Shape | None] = None
     writes_database: ClassVar[bool] = False
     envelope_has_api_name: ClassVar[bool] = True
     aliases: ClassVar[dict[str, str]] = {}
     searchable: ClassVar[bool] = True
     read_only: ClassVar[bool] = False
     state_is_outcome: ClassVar[bool] = True
+    abstract: ClassVar[bool] = True
+
+    _rules: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "abstract" not in cls.__dict__:
+            cls.abstract = False
+        rules: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                rule = getattr(value, "__checker_rule__", None)
+                if rule is not None:
+                    rules[rule] = attr
+        cls._rules = rules
 
     def __init__(self, db: Any = None, env: ToolEnv | None = None) -> None:
         self.db = db
@@ -100,29 +151,43 @@ class Tool:
         """Whether the API authenticates with a ``token`` argument."""
         return "token" in cls.input_parameters
 
+    @classmethod
+    def checker_rules(cls) -> tuple[str, ...]:
+        """The names of the correctness rules this tool declares."""
+        return tuple(cls._rules)
+
     # --- execution ------------------------------------------------------------------------------
 
     def call(self, **kwargs: Any) -> ApiResult:
-        """Run the tool on already-converted arguments and wrap the outcome in an envelope."""
+        """Run the tool on already-converted arguments and wrap the outcome in an envelope.
+
+        Raises:
+            ToolError: ``run`` raised something other than ToolFailure (a bug).
+        """
         echo = self.echo_input(kwargs)
+        api_name = self.name if self.envelope_has_api_name else None
         try:
             output = self.run(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - every tool failure becomes the envelope's exception
-            return ApiResult(self.name if self.envelope_has_api_name else None, echo, None, str(exc))
-        return ApiResult(self.name if self.envelope_has_api_name else None, echo, output, None)
+        except ToolFailure as exc:
+            return ApiResult(api_name, echo, None, str(exc))
+        except ApibankError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - anything else is a bug of ours, surfaced as such
+            raise ToolError(self.name, exc) from exc
+        return ApiResult(api_name, echo, output, None)
 
     def echo_input(self, kwargs: dict[str, Any]) -> Any:
         """The envelope's ``input``: by default the arguments exactly as received."""
         return dict(kwargs)
 
     def run(self, **kwargs: Any) -> Any:
-        """The tool's behaviour. Return the output or raise to report a failure."""
+        """The tool's behaviour. Return the output or raise ToolFailure to report a failure."""
         raise NotImplementedError
 
     def username_for(self, token: Any) -> str:
         """Resolve a token to its username through the sandbox's token checker."""
         if self.env is None:
-            raise Exception("Lack of token checker.")
+            raise ToolFailure("Lack of token checker.")
         return self.env.check_token(token)
 
     def adopt_recorded(self, result: ApiResult, recorded: dict[str, Any]) -> None:
@@ -139,153 +204,24 @@ class Tool:
 
     # --- judging --------------------------------------------------------------------------------
 
+    @checker_rule(ORIGINAL)
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         """The original correctness rule: is the predicted envelope right given the gold one?
 
-        Both arguments are envelope dicts. A KeyError or AssertionError raised here
-        counts as "incorrect" (as in the original evaluator).
+        Both arguments are envelope dicts, which a rule may change (the grader
+        passes copies). A KeyError or AssertionError raised here counts as
+        "incorrect", as in the original evaluator.
         """
         raise NotImplementedError
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        """The corrected rule of the ``v2`` protocol; the original rule unless overridden."""
-        return self.check(pred, gold)
+    def checker(self, preference: Sequence[str]) -> Checker:
+        """The first rule in ``preference`` that this tool declares.
 
-
-# --- argument conversion -------------------------------------------------------------------------
-
-_INT_RE = re.compile(r"[+-]?\d+")
-_FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def missing_message(tool: str, names: list[str]) -> str:
-    """Python's wording for missing positional arguments, as the original surfaced it."""
-    quoted = [repr(n) for n in names]
-    if len(quoted) == 1:
-        listed = quoted[0]
-    else:
-        listed = ", ".join(quoted[:-1]) + (" and " if len(quoted) == 2 else ", and ") + quoted[-1]
-    plural = "argument" if len(names) == 1 else "arguments"
-    return f"{tool}.call() missing {len(names)} required positional {plural}: {listed}"
-
-
-def _convert_paper(value: Any, ptype: str) -> Any:
-    """The original ToolManager's conversion (values arrive as text)."""
-    if ptype == "int":
-        if isinstance(value, str):
-            if not value.isdigit():
-                raise ParameterTypeError(f"invalid parameter type. parameter: {value}")
-        try:
-            return int(value)
-        except (TypeError, ValueError) as exc:
-            raise ParameterTypeError(f"invalid parameter type. parameter: {value}") from exc
-    if ptype == "float":
-        if isinstance(value, str) and not value.replace(".", "", 1).isdigit():
-            raise ParameterTypeError("invalid parameter type.")
-        try:
-            return float(value)
-        except (TypeError, ValueError) as exc:
-            raise ParameterTypeError("invalid parameter type.") from exc
-    if ptype in ("str", "list", "list(str)"):
-        return value
-    if ptype == "bool":
-        return value == "True"
-    raise ParameterTypeError("invalid parameter type.")
-
-
-def _type_error(key: str, value: Any, ptype: str) -> ParameterTypeError:
-    return ParameterTypeError(
-        f"invalid parameter type. parameter: {key}={value!r} is not a valid {ptype}", parameter=key
-    )
-
-
-def _convert_v2(key: str, value: Any, ptype: str) -> Any:
-    """Typed, tolerant conversion used by the v2 protocol."""
-    if ptype == "str":
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
-            raise _type_error(key, value, ptype)
-        if isinstance(value, (int, float)):
-            return str(value)
-        raise _type_error(key, value, ptype)
-    if ptype == "int":
-        if isinstance(value, bool):
-            raise _type_error(key, value, ptype)
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and _INT_RE.fullmatch(value.strip()):
-            return int(value.strip())
-        raise _type_error(key, value, ptype)
-    if ptype == "float":
-        if isinstance(value, bool):
-            raise _type_error(key, value, ptype)
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str) and _FLOAT_RE.fullmatch(value.strip()):
-            return float(value.strip())
-        raise _type_error(key, value, ptype)
-    if ptype == "bool":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise _type_error(key, value, ptype)
-    if ptype in ("list", "list(str)"):
-        if isinstance(value, tuple):
-            value = list(value)
-        if isinstance(value, str):
-            from apibank_lib.calls import parse_literal  # calls.py sits below tools; local import keeps startup light
-
-            try:
-                value = parse_literal(value)
-            except ParseError as exc:
-                raise _type_error(key, value, ptype) from exc
-            if isinstance(value, tuple):
-                value = list(value)
-        if not isinstance(value, list):
-            raise _type_error(key, value, ptype)
-        if ptype == "list(str)" and not all(isinstance(v, str) for v in value):
-            raise _type_error(key, value, ptype)
-        return value
-    return value
-
-
-def convert_arguments(tool: type[Tool], args: dict[str, Any], mode: Conversion) -> dict[str, Any]:
-    """Validate and convert call arguments against a tool's declared inputs.
-
-    Args:
-        tool: the tool class.
-        args: argument name -> value, in call order.
-        mode: ``"paper"`` (original ToolManager rules) or ``"v2"`` (typed).
-
-    Returns:
-        The converted arguments, in call order.
-
-    Raises:
-        InvalidParameterError: an argument name the API does not declare.
-        ParameterTypeError: a value that does not convert to the declared type.
-        MissingParameterError: a required argument is absent.
-    """
-    params = tool.input_parameters
-    out: dict[str, Any] = {}
-    for key, value in args.items():
-        if mode == "v2" and key not in params and key in tool.aliases:
-            key = tool.aliases[key]
-        if key not in params:
-            raise InvalidParameterError(f"invalid parameter name. parameter: {key}", tool=tool.name, parameter=key)
-        ptype = params[key].type
-        if mode == "paper":
-            try:
-                out[key] = _convert_paper(value, ptype)
-            except ParameterTypeError as exc:
-                exc.tool, exc.parameter = tool.name, key
-                raise
-        else:
-            out[key] = _convert_v2(key, value, ptype)
-    missing = [k for k, p in params.items() if p.required and k not in out]
-    if missing:
-        raise MissingParameterError(missing_message(tool.name, missing), tool=tool.name, parameter=missing[0])
-    return out
+        Raises:
+            ConfigError: the tool declares none of them.
+        """
+        for rule in preference:
+            method = self._rules.get(rule)
+            if method is not None:
+                return getattr(self, method)  # type: ignore[no-any-return]
+        raise ConfigError(f"{self.name} declares none of the checker rules {list(preference)} (it has {list(self._rules)})")

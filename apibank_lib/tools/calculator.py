@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.types import Param
 
@@ -55,7 +56,7 @@ def evaluate_formula(formula: str) -> float:
             ``float division by zero``; ``result is too large``.
     """
     if not isinstance(formula, str):
-        raise Exception("invalid formula")
+        raise ToolFailure("invalid formula")
     f = formula.replace(" ", "")
     ops = sum(1 for c in f if c in _OPERATORS)
     if (
@@ -66,7 +67,7 @@ def evaluate_formula(formula: str) -> float:
         or ops == 0
         or ops + 1 == len(f)
     ):
-        raise Exception("invalid formula")
+        raise ToolFailure("invalid formula")
 
     output: list[float] = []
     stack: list[str] = []
@@ -75,12 +76,12 @@ def evaluate_formula(formula: str) -> float:
     def apply(op: str) -> None:
         if op in ("neg", "pos"):
             if not output:
-                raise Exception("invalid formula")
+                raise ToolFailure("invalid formula")
             if op == "neg":
                 output[-1] = -output[-1]
             return
         if len(output) < 2:
-            raise Exception("invalid formula")
+            raise ToolFailure("invalid formula")
         b, a = output.pop(), output.pop()
         if op == "+":
             output.append(a + b)
@@ -90,33 +91,33 @@ def evaluate_formula(formula: str) -> float:
             output.append(a * b)
         else:
             if b == 0:
-                raise Exception("float division by zero")
+                raise ToolFailure("float division by zero")
             output.append(a / b)
 
     for tok in _tokenise(f):
         if isinstance(tok, float):
             if not expect_operand:
-                raise Exception("invalid formula")
+                raise ToolFailure("invalid formula")
             output.append(tok)
             expect_operand = False
         elif tok == "(":
             if not expect_operand:
-                raise Exception("invalid formula")
+                raise ToolFailure("invalid formula")
             stack.append(tok)
         elif tok == ")":
             if expect_operand:
-                raise Exception("invalid formula")
+                raise ToolFailure("invalid formula")
             while stack and stack[-1] != "(":
                 apply(stack.pop())
             if not stack:
-                raise Exception("invalid formula")
+                raise ToolFailure("invalid formula")
             stack.pop()
             expect_operand = False
         elif expect_operand:
             if tok not in "+-":
-                raise Exception("invalid formula")
+                raise ToolFailure("invalid formula")
             if stack and stack[-1] in ("neg", "pos"):
-                raise Exception("invalid formula")  # no "--5": one sign per operand
+                raise ToolFailure("invalid formula")  # no "--5": one sign per operand
             stack.append("neg" if tok == "-" else "pos")
         else:
             while stack and stack[-1] != "(" and _PRECEDENCE[stack[-1]] >= _PRECEDENCE[tok]:
@@ -124,17 +125,17 @@ def evaluate_formula(formula: str) -> float:
             stack.append(tok)
             expect_operand = True
     if expect_operand:
-        raise Exception("invalid formula")
+        raise ToolFailure("invalid formula")
     while stack:
         op = stack.pop()
         if op == "(":
-            raise Exception("invalid formula")
+            raise ToolFailure("invalid formula")
         apply(op)
     if len(output) != 1:
-        raise Exception("invalid formula")
+        raise ToolFailure("invalid formula")
     result = output[0]
     if not math.isfinite(result):
-        raise Exception("result is too large")
+        raise ToolFailure("result is too large")
     return result
 
 
@@ -142,6 +143,7 @@ class Calculator(Tool):
     """Arithmetic on integers with + - * / and parentheses."""
 
     name = "Calculator"
+    domain = "utility"
     description = "Work out an arithmetic formula over whole numbers using + - * / and parentheses."
     input_parameters = {
         "formula": Param("str", "The formula to compute, e.g. (12+30)*2/7; only digits, + - * / and parentheses."),

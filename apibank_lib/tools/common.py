@@ -2,21 +2,30 @@
 
 These reproduce small pieces of the original behaviour that many tools share:
 date validation with Python's own error texts, the year-padding date
-normaliser, and the word-set Jaccard used by the fuzzy checkers.
+normaliser, the word-set Jaccard used by the fuzzy checkers, and the two ways
+a tool states that a Python error is the original API's own failure
+(:func:`original_errors`, :func:`key_error`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
+
+from apibank_lib.errors import ToolFailure
 
 __all__ = [
     "DT",
     "D",
     "API_NAME_MESSAGE",
+    "original_errors",
+    "key_error",
     "strptime_check",
     "year_pad_normalise",
     "jaccard",
+    "similar_topic_same_rest",
     "same_envelope",
     "envelope_equal_on",
     "require_same_api",
@@ -33,14 +42,37 @@ API_NAME_MESSAGE = "The API name is not correct."
 """The original checkers' assertion message for an API-name mismatch."""
 
 
+@contextmanager
+def original_errors(*types: type[Exception]) -> Iterator[None]:
+    """Inside this block, the listed Python errors are the original API's own failures.
+
+    The original tools let Python errors in their bodies become the result's
+    exception text (``'int' object has no attribute 'lower'`` when a number is
+    given for a text). Where ours reproduce such a failure on purpose, the
+    statements are wrapped in this block: the error leaves as a
+    :class:`~apibank_lib.errors.ToolFailure` with the same text. Anything
+    raised elsewhere in a tool is a bug and surfaces as a ToolError.
+    """
+    try:
+        yield
+    except types as exc:
+        raise ToolFailure(str(exc)) from exc
+
+
+def key_error(key: Any) -> ToolFailure:
+    """The failure the original reports when a lookup misses: the text of ``KeyError(key)`` (the key's repr)."""
+    return ToolFailure(str(KeyError(key)))
+
+
 def strptime_check(value: Any, fmt: str = DT) -> datetime:
-    """Parse ``value`` with ``fmt``; on failure Python's own error text surfaces.
+    """Parse ``value`` with ``fmt``; on failure Python's own error text is the tool's failure.
 
     The message texts (``time data 'x' does not match format ...``,
     ``unconverted data remains: ...``, ``strptime() argument 1 must be str, not int``)
     are part of the tools' contract, which is why this calls ``strptime`` directly.
     """
-    return datetime.strptime(value, fmt)
+    with original_errors(TypeError, ValueError):
+        return datetime.strptime(value, fmt)
 
 
 def year_pad_normalise(value: Any, fmt: str = D, *, as_datetime: bool = False) -> Any:
@@ -67,6 +99,17 @@ def jaccard(a: str, b: str) -> float:
     sa, sb = set(a.split(" ")), set(b.split(" "))
     union = sa | sb
     return len(sa & sb) / len(union) if union else 1.0
+
+
+def similar_topic_same_rest(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    """The meeting checkers' rule: topic word-Jaccard > 0.5; the rest of the input, output and exception equal.
+
+    Like the original, the topic is popped from both inputs (in place) before the rest is compared.
+    """
+    similar = jaccard(pred["input"]["meeting_topic"], gold["input"]["meeting_topic"]) > 0.5
+    pred["input"].pop("meeting_topic")
+    gold["input"].pop("meeting_topic")
+    return similar and same_envelope(pred, gold)
 
 
 def same_envelope(pred: dict[str, Any], gold: dict[str, Any]) -> bool:

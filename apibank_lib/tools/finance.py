@@ -8,28 +8,38 @@ original's single built-in account ``test``. QueryStock reads ``Stock``:
 ticker -> ``{YYYY-MM-DD: price}``, prices stored as ints or floats and returned
 unchanged.
 
-No ``check_v2`` fixes: the spec documents no checker bug for these tools.
+No the corrected rule fixes: the spec documents no checker bug for these tools.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from apibank_lib.shapes import NUM, STR, DictOf, Record
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool, ToolEnv
 from apibank_lib.tools.common import D, same_envelope, year_pad_normalise
 from apibank_lib.types import Param
 
 __all__ = ["QueryBalance", "OpenBankAccount", "QueryStock"]
 
+_BANK_SHAPE = DictOf(Record({"balance": NUM, "age": NUM, "city": STR}))
+"""Record shape of the ``Bank`` database."""
+
+_STOCK_SHAPE = DictOf(DictOf(NUM))
+"""Record shape of the ``Stock`` database."""
+
 
 class QueryBalance(Tool):
     """The balance of the logged-in user's bank account."""
 
     name = "QueryBalance"
+    domain = "finance"
     description = "Return the balance of the bank account of the user who owns the token."
     input_parameters = {"token": Param("str", "The user's login token.")}
     output_parameters = {"balance": Param("float", "The account balance.")}
     database_name = "Bank"
+    database_shape = _BANK_SHAPE
     read_only = True
 
     def run(self, token: Any) -> Any:
@@ -37,9 +47,9 @@ class QueryBalance(Tool):
             token.strip()  # the original strips only to fail early on a non-text token; the check uses the raw token
             username = self.username_for(token)
         except Exception:  # noqa: BLE001 - the original rewords every token failure
-            raise Exception("The token is incorrect.") from None
+            raise ToolFailure("The token is incorrect.") from None
         if username not in self.db:
-            raise Exception("The user does not have an account.")
+            raise ToolFailure("The user does not have an account.")
         return self.db[username]["balance"]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -54,6 +64,7 @@ class OpenBankAccount(Tool):
     """Open a bank account; an account identifier already in use gives the output ``failed``."""
 
     name = "OpenBankAccount"
+    domain = "finance"
     description = "Open a new bank account with an account identifier, a password and the holder's name."
     input_parameters = {
         "account": Param("str", "The identifier of the new account."),
@@ -89,6 +100,7 @@ class QueryStock(Tool):
     """The price of a stock on a given day."""
 
     name = "QueryStock"
+    domain = "finance"
     description = "Return the price of a stock, given its ticker symbol and a day."
     input_parameters = {
         "stock_code": Param("str", "The ticker symbol of the stock."),
@@ -96,19 +108,20 @@ class QueryStock(Tool):
     }
     output_parameters = {"stock_price": Param("float", "The stock's price on that day.")}
     database_name = "Stock"
+    database_shape = _STOCK_SHAPE
     read_only = True
 
     def run(self, stock_code: Any, date: Any) -> Any:
         code = _stock_code(stock_code)
         day = year_pad_normalise(date, D)
         if code is None:
-            raise Exception("The stock code cannot be empty.")
+            raise ToolFailure("The stock code cannot be empty.")
         if isinstance(day, Exception):
             raise day
         if code not in self.db:
-            raise Exception("The stock code does not exist.")
+            raise ToolFailure("The stock code does not exist.")
         if day not in self.db[code]:
-            raise Exception("The stock price of this date is not maintained.")
+            raise ToolFailure("The stock price of this date is not maintained.")
         return self.db[code][day]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -120,5 +133,3 @@ class QueryStock(Tool):
             and pred["exception"] == gold["exception"]
         )
 
-
-TOOLS = (QueryBalance, OpenBankAccount, QueryStock)

@@ -6,7 +6,7 @@ QueryHealthData and RecordHealthData share ``HealthData``: upper-case user id
 -> list of records ``{time, <metric>: value, ...}`` (values are numbers or
 lists, e.g. ``blood_pressure: [120, 80]``); user ids are matched ignoring case.
 
-Fixes made by ``check_v2``:
+Fixes made by the corrected rule:
 
 * RecordHealthData: the original (HEAD) checker does not compare
   ``health_data`` at all, so a prediction recording wrong values is judged
@@ -24,11 +24,19 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import STR, DictOf, ListOf, Record
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import CORRECTED, Tool, checker_rule
 from apibank_lib.tools.common import DT, strptime_check, year_pad_normalise
 from apibank_lib.types import Param
 
 __all__ = ["EmergencyKnowledge", "SymptomSearch", "QueryHealthData", "RecordHealthData"]
+
+_SYMPTOM_SHAPE = DictOf(ListOf(Record({"name": STR, "description": STR, "aid": STR})))
+"""Record shape of the ``Symptom`` database."""
+
+_HEALTH_DATA_SHAPE = DictOf(ListOf(Record({"time": STR})))
+"""Record shape of the ``HealthData`` database."""
 
 
 def _is_blank(symptom: Any) -> bool:
@@ -40,7 +48,7 @@ def _symptom_key(symptom: Any) -> str:
     """SymptomSearch's normalisation (tool and checker): strip, lower-case, refuse a blank symptom."""
     key = symptom.strip().lower()
     if key == "":
-        raise Exception("The symptom cannot be empty.")
+        raise ToolFailure("The symptom cannot be empty.")
     return key
 
 
@@ -57,10 +65,12 @@ class EmergencyKnowledge(Tool):
     """First-aid advice for the conditions that may cause a symptom."""
 
     name = "EmergencyKnowledge"
+    domain = "health"
     description = "Given a symptom, list the conditions that may cause it together with first-aid advice for each."
     input_parameters = {"symptom": Param("str", "The symptom, e.g. fever or chest pain.")}
     output_parameters = {"results": Param("list", "Possible conditions, each with a name and first-aid advice (aid).")}
     database_name = "Symptom"
+    database_shape = _SYMPTOM_SHAPE
     read_only = True
 
     def run(self, symptom: Any) -> Any:
@@ -68,16 +78,17 @@ class EmergencyKnowledge(Tool):
         if key == "":
             # The original means to refuse a blank symptom but then lower-cases its own error object;
             # the resulting AttributeError text is what the caller sees.
-            raise Exception("'Exception' object has no attribute 'lower'")
+            raise ToolFailure("'Exception' object has no attribute 'lower'")
         key = key.lower()
         if key not in self.db:
-            raise Exception("The symptom does not exist.")
+            raise ToolFailure("The symptom does not exist.")
         return [{"name": c["name"], "aid": c["aid"]} for c in self.db[key]]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _same_symptom_result(pred, gold, self._checker_key)
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         if _is_blank(pred["input"]["symptom"]) or _is_blank(gold["input"]["symptom"]):
             return False
         return self.check(pred, gold)
@@ -95,23 +106,26 @@ class SymptomSearch(Tool):
     """Conditions that may cause a symptom, with short descriptions."""
 
     name = "SymptomSearch"
+    domain = "health"
     description = "Given a symptom, list the conditions that may cause it, each with a short description."
     input_parameters = {"symptom": Param("str", "The symptom to look up, e.g. headache.")}
     output_parameters = {"results": Param("list", "Possible conditions, each with a name and a description.")}
     database_name = "Symptom"
+    database_shape = _SYMPTOM_SHAPE
     read_only = True
 
     def run(self, symptom: Any) -> Any:
         key = _symptom_key(symptom)
         if key not in self.db:
-            raise Exception("The symptom does not exist.")
+            raise ToolFailure("The symptom does not exist.")
         return [{"name": c["name"], "description": c["description"]} for c in self.db[key]]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         # A blank symptom on either side makes this raise, as the original's checker did.
         return _same_symptom_result(pred, gold, _symptom_key)
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         if _is_blank(pred["input"]["symptom"]) or _is_blank(gold["input"]["symptom"]):
             return False
         return self.check(pred, gold)
@@ -131,6 +145,7 @@ class QueryHealthData(Tool):
     """A user's health records within a time span."""
 
     name = "QueryHealthData"
+    domain = "health"
     description = "Retrieve a user's recorded health data (heart rate, blood pressure ...) between two times."
     input_parameters = {
         "user_id": Param("str", "The user's id, e.g. U20341."),
@@ -139,26 +154,27 @@ class QueryHealthData(Tool):
     }
     output_parameters = {"health_data": Param("list", "The records in the span, each with its time and measurements.")}
     database_name = "HealthData"
+    database_shape = _HEALTH_DATA_SHAPE
     read_only = True
 
     def run(self, user_id: Any, start_time: Any, end_time: Any) -> Any:
         uid = _user_key(user_id)
         if uid is None:
-            raise Exception("The user id cannot be empty.")
+            raise ToolFailure("The user id cannot be empty.")
         start, end = _moment(start_time), _moment(end_time)
         if isinstance(start, Exception) and isinstance(end, Exception):
-            raise Exception(f"{start}; {end}")
+            raise ToolFailure(f"{start}; {end}")
         if isinstance(start, Exception):
             raise start
         if isinstance(end, Exception):
             raise end
         if start > end:
-            raise Exception("The start time cannot be later than the end time.")
+            raise ToolFailure("The start time cannot be later than the end time.")
         if uid not in self.db:
-            raise Exception("The user id does not exist.")
+            raise ToolFailure("The user id does not exist.")
         found = [record for record in self.db[uid] if start <= strptime_check(record["time"], DT) <= end]
         if not found:
-            raise Exception("There is no health data in the given time span.")
+            raise ToolFailure("There is no health data in the given time span.")
         return found
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -183,6 +199,7 @@ class RecordHealthData(Tool):
     """Record a user's measurements at a given time."""
 
     name = "RecordHealthData"
+    domain = "health"
     description = "Record a user's health measurements (e.g. heart rate, blood pressure) taken at a given time."
     input_parameters = {
         "user_id": Param("str", "The user's id, e.g. U20341."),
@@ -196,6 +213,7 @@ class RecordHealthData(Tool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "HealthData"
+    database_shape = _HEALTH_DATA_SHAPE
     writes_database = True
 
     def echo_input(self, kwargs: dict[str, Any]) -> Any:
@@ -205,19 +223,19 @@ class RecordHealthData(Tool):
     def run(self, user_id: Any, time: Any, health_data: Any = None) -> Any:
         uid = user_id.upper().strip()
         if uid == "":
-            raise Exception("The user id cannot be empty.")
+            raise ToolFailure("The user id cannot be empty.")
         when = year_pad_normalise(time, DT)
         if isinstance(when, Exception):
             raise when
         if not health_data:
-            raise Exception("The health data cannot be empty.")
+            raise ToolFailure("The health data cannot be empty.")
         names: list[Any] = []
         for item in health_data:
             # A membership test, as in the original: on a text item (an unparsed list) it is a substring test.
             if "name" not in item:
-                raise Exception("The health data has invalid format.")
+                raise ToolFailure("The health data has invalid format.")
             if item["name"] in names:
-                raise Exception("The health data cannot contain duplicate items.")
+                raise ToolFailure("The health data cannot contain duplicate items.")
             names.append(item["name"])
         records = self.db.setdefault(uid, [])
         same_time = [record for record in records if record["time"] == when]
@@ -240,7 +258,8 @@ class RecordHealthData(Tool):
             and pred["exception"] == gold["exception"]
         )
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         try:
             same_data = _comparable_items(pred["input"]["health_data"]) == _comparable_items(
                 gold["input"]["health_data"]
@@ -249,5 +268,3 @@ class RecordHealthData(Tool):
             return False
         return same_data and self.check(pred, gold)
 
-
-TOOLS = (EmergencyKnowledge, SymptomSearch, QueryHealthData, RecordHealthData)

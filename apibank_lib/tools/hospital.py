@@ -12,7 +12,7 @@ id, and :meth:`AppointmentRegistration.adopt_recorded` moves the new record to
 the id a recording holds, so that later recorded calls quoting that id work
 when a dialogue is replayed.
 
-No ``check_v2`` fixes: the spec documents no checker bug for these tools.
+No the corrected rule fixes: the spec documents no checker bug for these tools.
 """
 
 from __future__ import annotations
@@ -21,11 +21,16 @@ import hashlib
 import random
 from typing import Any
 
+from apibank_lib.shapes import STR, DictOf, Record
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import D, year_pad_normalise
 from apibank_lib.types import ApiResult, Param
 
 __all__ = ["AppointmentRegistration", "CancelRegistration", "ModifyRegistration", "QueryRegistration"]
+
+_APPOINTMENTS_SHAPE = DictOf(Record({"patient_name": STR, "date": STR, "doctor_name": STR}))
+"""Record shape of the ``Appointments`` database."""
 
 
 def _date_or_raise(value: Any) -> str:
@@ -50,6 +55,7 @@ class AppointmentRegistration(Tool):
     """Book an appointment with a doctor; returns the new appointment id."""
 
     name = "AppointmentRegistration"
+    domain = "health"
     description = "Book a hospital appointment for a patient with a doctor on a given day; returns the appointment id."
     input_parameters = {
         "patient_name": Param("str", "The patient's full name."),
@@ -58,18 +64,19 @@ class AppointmentRegistration(Tool):
     }
     output_parameters = {"appointment_id": Param("str", "The id of the new appointment (8 digits).")}
     database_name = "Appointments"
+    database_shape = _APPOINTMENTS_SHAPE
     writes_database = True
 
     def run(self, patient_name: Any, date: Any, doctor_name: Any) -> Any:
         patient, doctor = patient_name.strip(), doctor_name.strip()
         if patient == "" or doctor == "":
-            raise Exception("Patient name or doctor name cannot be empty.")
+            raise ToolFailure("Patient name or doctor name cannot be empty.")
         day = _date_or_raise(date)
         for record in self.db.values():
             if record["patient_name"] == patient and year_pad_normalise(record["date"], D) == day:
                 if record["doctor_name"] == doctor:
-                    raise Exception("This appointment has already been registered.")
-                raise Exception("This patient has already been registered in this day.")
+                    raise ToolFailure("This appointment has already been registered.")
+                raise ToolFailure("This patient has already been registered in this day.")
         appointment_id = self._draw_id(f"{patient}\n{day}\n{doctor}")
         self.db[appointment_id] = {"patient_name": patient, "date": day, "doctor_name": doctor}
         return appointment_id
@@ -111,16 +118,18 @@ class CancelRegistration(Tool):
     """Cancel an appointment by id."""
 
     name = "CancelRegistration"
+    domain = "health"
     description = "Cancel a hospital appointment given its appointment id."
     input_parameters = {"appointment_id": Param("str", "The id of the appointment to cancel.")}
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Appointments"
+    database_shape = _APPOINTMENTS_SHAPE
     writes_database = True
 
     def run(self, appointment_id: Any) -> Any:
         key = appointment_id.strip()
         if key not in self.db:
-            raise Exception("The appointment ID is incorrect.")
+            raise ToolFailure("The appointment ID is incorrect.")
         del self.db[key]
         return "success"
 
@@ -136,6 +145,7 @@ class ModifyRegistration(Tool):
     """Move an appointment to another day and/or another doctor."""
 
     name = "ModifyRegistration"
+    domain = "health"
     description = "Change the date and/or the doctor of an existing hospital appointment, given its id."
     input_parameters = {
         "appointment_id": Param("str", "The id of the appointment to change."),
@@ -144,6 +154,7 @@ class ModifyRegistration(Tool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Appointments"
+    database_shape = _APPOINTMENTS_SHAPE
     writes_database = True
 
     def echo_input(self, kwargs: dict[str, Any]) -> Any:
@@ -153,30 +164,30 @@ class ModifyRegistration(Tool):
     def run(self, appointment_id: Any, new_appointment_date: Any = None, new_appointment_doctor: Any = None) -> Any:
         key = appointment_id.strip()
         if key not in self.db:
-            raise Exception("The appointment ID does not exist.")
+            raise ToolFailure("The appointment ID does not exist.")
         record = self.db[key]
         # The original's order: a bad date is found first but reported only after the empty-doctor check.
         date = _optional_date(new_appointment_date)
         doctor = _optional_strip(new_appointment_doctor)
         if doctor == "":
-            raise Exception("Fail because the doctor name is empty.")
+            raise ToolFailure("Fail because the doctor name is empty.")
         if isinstance(date, Exception):
             raise date
         if date is None and doctor is None:
-            raise Exception("Fail because no modification is made.")
+            raise ToolFailure("Fail because no modification is made.")
         same_date, same_doctor = date == record["date"], doctor == record["doctor_name"]
         if date is None:
             if same_doctor:
-                raise Exception("Fail because doctor is not changed.")
+                raise ToolFailure("Fail because doctor is not changed.")
         elif doctor is None:
             if same_date:
-                raise Exception("Fail because date is not changed.")
+                raise ToolFailure("Fail because date is not changed.")
         elif same_date and same_doctor:
-            raise Exception("Fail because no modification is made.")
+            raise ToolFailure("Fail because no modification is made.")
         elif same_date:
-            raise Exception("Fail because date is not changed.")
+            raise ToolFailure("Fail because date is not changed.")
         elif same_doctor:
-            raise Exception("Fail because doctor is not changed.")
+            raise ToolFailure("Fail because doctor is not changed.")
         if date is not None:
             record["date"] = date
         if doctor is not None:
@@ -198,6 +209,7 @@ class QueryRegistration(Tool):
     """List a patient's appointments on a given day."""
 
     name = "QueryRegistration"
+    domain = "health"
     description = "Find a patient's hospital appointments on a given day; returns them keyed by appointment id."
     input_parameters = {
         "patient_name": Param("str", "The patient's full name, exactly as registered."),
@@ -205,6 +217,7 @@ class QueryRegistration(Tool):
     }
     output_parameters = {"appointments": Param("dict", "Appointment id -> {patient_name, date, doctor_name}.")}
     database_name = "Appointments"
+    database_shape = _APPOINTMENTS_SHAPE
     read_only = True
 
     def run(self, patient_name: Any, date: Any) -> Any:
@@ -216,7 +229,7 @@ class QueryRegistration(Tool):
             if record["patient_name"] == patient and year_pad_normalise(record["date"], D) == day
         }
         if not found:
-            raise Exception("No appointments found.")
+            raise ToolFailure("No appointments found.")
         return found
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -228,5 +241,3 @@ class QueryRegistration(Tool):
             and pred["exception"] == gold["exception"]
         )
 
-
-TOOLS = (AppointmentRegistration, CancelRegistration, ModifyRegistration, QueryRegistration)

@@ -11,24 +11,41 @@ lies in ``[its check-in, its check-out)`` or the new check-out day lies in
 strictly encloses an existing one is not detected, and check-out is not
 required to follow check-in. The new order id is the number of orders plus one.
 
-No ``check_v2`` fixes: the checker is the exact one.
+No the corrected rule fixes: the checker is the exact one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from apibank_lib.shapes import INT, STR, DictOf, Record
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import D, same_envelope, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["BookHotel"]
 
+_HOTEL_SHAPE = DictOf(
+        Record(
+            {
+                "hotel_name": STR,
+                "check_in_time": STR,
+                "check_out_time": STR,
+                "room_count": INT,
+                "adult_count": INT,
+                "child_count": INT,
+            }
+        )
+    )
+"""Record shape of the ``Hotel`` database."""
+
 
 class BookHotel(Tool):
     """Book rooms at a hotel for a stay; returns the order id."""
 
     name = "BookHotel"
+    domain = "travel"
     description = (
         "Book hotel rooms for a stay, given the hotel, the check-in and check-out days and the number of guests."
     )
@@ -42,6 +59,7 @@ class BookHotel(Tool):
     }
     output_parameters = {"order_id": Param("str", "The id of the new booking.")}
     database_name = "Hotel"
+    database_shape = _HOTEL_SHAPE
     writes_database = True
 
     def run(
@@ -56,14 +74,14 @@ class BookHotel(Tool):
         check_in = strptime_check(check_in_time, D)
         check_out = strptime_check(check_out_time, D)
         if adult_count > 2 and room_count == 1:
-            raise Exception("The number of adults is greater than 2. Two rooms are ordered.")
+            raise ToolFailure("The number of adults is greater than 2. Two rooms are ordered.")
         for order in self.db.values():
             if order["hotel_name"] != hotel_name:
                 continue
             booked_in = strptime_check(order["check_in_time"], D)
             booked_out = strptime_check(order["check_out_time"], D)
             if booked_in <= check_in < booked_out or booked_in < check_out <= booked_out:
-                raise Exception("The room is not available.")
+                raise ToolFailure("The room is not available.")
         order_id = str(len(self.db) + 1)
         self.db[order_id] = {
             "hotel_name": hotel_name,
@@ -78,5 +96,3 @@ class BookHotel(Tool):
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_envelope(pred, gold)
 
-
-TOOLS = (BookHotel,)

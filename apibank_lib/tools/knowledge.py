@@ -12,7 +12,7 @@ Quirks kept because the official gold depends on them: DocumentQA answers
 original tested a question against a list of dicts), and SearchEngine ranks
 with numpy's default, unstable argsort.
 
-check_v2 fixes:
+the corrected rule fixes:
     * SearchEngine: the original checker crashes (``UnboundLocalError``) when both
       outputs are None; v2 then judges by the exception alone.
 """
@@ -22,8 +22,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from apibank_lib.errors import DataError
-from apibank_lib.tools.base import Tool, ToolEnv
+from apibank_lib.shapes import STR, DictOf, ListOf, Record
+from apibank_lib.errors import DataError, ToolFailure
+from apibank_lib.tools.base import CORRECTED, Tool, ToolEnv, checker_rule
 from apibank_lib.tools.common import D, same_envelope
 from apibank_lib.tools.textsearch import BM25Okapi, word_tokenize
 from apibank_lib.types import Param
@@ -42,8 +43,33 @@ __all__ = [
     "resolve_language",
     "history_date",
     "tokenize_document",
-    "TOOLS",
 ]
+
+_QUESTION_ANSWERING_SHAPE = DictOf(ListOf(Record({"question": STR, "answer": STR})))
+"""Record shape of the ``QuestionAnswering`` database."""
+
+_IMAGE_CAPTIONING_SHAPE = ListOf(Record({"url": STR, "caption": STR}))
+"""Record shape of the ``ImageCaptioning`` database."""
+
+_HISTORY_SHAPE = DictOf(ListOf(Record({"Title": STR, "Date": STR, "Description": STR})))
+"""Record shape of the ``History`` database."""
+
+_SEARCH_ENGINE_SHAPE = Record(
+        {"raw_documents": ListOf(Record({"title": STR, "url": STR, "abstract": STR})), "tokenized_documents": ListOf(ListOf(STR))}
+    )
+"""Record shape of the ``SearchEngine`` database."""
+
+_SPEECH_RECOGNITION_SHAPE = DictOf(STR)
+"""Record shape of the ``SpeechRecognition`` database."""
+
+_WIKI_SHAPE = DictOf(Record({"url": STR, "summary": STR, "content": STR}))
+"""Record shape of the ``Wiki`` database."""
+
+_DICTIONARY_SHAPE = DictOf(ListOf(Record({"partOfSpeech": STR, "definitions": ListOf(Record({"definition": STR}))})))
+"""Record shape of the ``Dictionary`` database."""
+
+_TRANSLATE_SHAPE = ListOf(Record({"src": STR, "tgt": STR, "output": STR}))
+"""Record shape of the ``Translate`` database."""
 
 # fmt: off
 LANGUAGES: tuple[tuple[str, str], ...] = (
@@ -97,7 +123,7 @@ def resolve_language(value: str | None) -> str:
     for code, language in LANGUAGES:
         if v == code or language in v:
             return code
-    raise Exception("Language not supported.")
+    raise ToolFailure("Language not supported.")
 
 
 def history_date(value: str) -> Any:
@@ -130,15 +156,17 @@ class Dictionary(Tool):
     """Meanings of an English word, answered from recorded dictionary look-ups."""
 
     name = "Dictionary"
+    domain = "knowledge"
     description = "Look up the meanings of an English word: parts of speech, definitions, synonyms and antonyms."
     input_parameters = {"keyword": Param("str", "The word to look up.")}
     output_parameters = {"results": Param("list", "The word's meanings, one entry per part of speech.")}
     database_name = "Dictionary"
+    database_shape = _DICTIONARY_SHAPE
 
     def run(self, keyword: Any) -> Any:
         word = normalise_keyword(keyword)
         if word not in self.db:
-            raise Exception(f"The meaning of '{word}' is not available offline.")
+            raise ToolFailure(f"The meaning of '{word}' is not available offline.")
         return self.db[word]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -154,15 +182,17 @@ class Wiki(Tool):
     """The address and summary of an encyclopedia article."""
 
     name = "Wiki"
+    domain = "knowledge"
     description = "Find the encyclopedia article on a topic and return its address and a short summary."
     input_parameters = {"keyword": Param("str", "The topic to look up, e.g. plate tectonics.")}
     output_parameters = {"results": Param("dict", "The article's url and summary.")}
     database_name = "Wiki"
+    database_shape = _WIKI_SHAPE
 
     def run(self, keyword: Any) -> Any:
         key = normalise_keyword(keyword)
         if key not in self.db:
-            raise Exception("Keyword not found.")
+            raise ToolFailure("Keyword not found.")
         article = self.db[key]
         return {"url": article["url"], "summary": article["summary"]}
 
@@ -178,10 +208,12 @@ class SearchEngine(Tool):
     """BM25 search over a fixed corpus of documents; returns the best two."""
 
     name = "SearchEngine"
+    domain = "knowledge"
     description = "Search a collection of web documents by keywords and return the two most relevant ones."
     input_parameters = {"keyword": Param("str", "What to search for.")}
     output_parameters = {"results": Param("list", "The two best documents, each with title, url and abstract.")}
     database_name = "SearchEngine"
+    database_shape = _SEARCH_ENGINE_SHAPE
 
     def __init__(self, db: Any = None, env: ToolEnv | None = None) -> None:
         super().__init__(db, env)
@@ -213,7 +245,8 @@ class SearchEngine(Tool):
             raise UnboundLocalError("the original SearchEngine checker has no sorted output to compare")
         return self._ranked(pred["output"]) == self._ranked(gold["output"])
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         if pred["output"] is None or gold["output"] is None:
             return (
                 pred["api_name"] == gold["api_name"]
@@ -228,6 +261,7 @@ class DocumentQA(Tool):
     """Answer a question about a document, reproducing the original's lookup bug."""
 
     name = "DocumentQA"
+    domain = "knowledge"
     description = "Answer a question about the text document at a given address (a .txt url)."
     input_parameters = {
         "url": Param("str", "The address of the document, ending in .txt."),
@@ -235,13 +269,14 @@ class DocumentQA(Tool):
     }
     output_parameters = {"answer": Param("str", "The answer to the question.")}
     database_name = "QuestionAnswering"
+    database_shape = _QUESTION_ANSWERING_SHAPE
 
     def run(self, url: Any, question: Any) -> Any:
         u, q = url.strip(), question.strip()
         if not q:
-            raise Exception("The question is empty.")
+            raise ToolFailure("The question is empty.")
         if u not in self.db:
-            raise Exception("The document of this url failed to be processed.")
+            raise ToolFailure("The document of this url failed to be processed.")
         # The original tests the question for membership in the url's list of
         # {question, answer} dicts, which never succeeds; every official gold
         # answer is this sentence, so it is kept.
@@ -260,17 +295,19 @@ class QueryHistoryToday(Tool):
     """Historical events that happened on a given day of the year."""
 
     name = "QueryHistoryToday"
+    domain = "knowledge"
     description = "List notable historical events that happened on a given day of the year."
     input_parameters = {"date": Param("str", "The day as MM-DD (a full date YYYY-MM-DD also works).")}
     output_parameters = {"history": Param("list(str)", "One line per event: title, date and description.")}
     database_name = "History"
+    database_shape = _HISTORY_SHAPE
 
     def run(self, date: Any) -> Any:
         key = history_date(date)
         if isinstance(key, Exception):
             raise key
         if key not in self.db:
-            raise Exception("The date is not in the database.")
+            raise ToolFailure("The date is not in the database.")
         return [
             f"Title: {e['Title'].strip()}, Date: {e['Date'].strip()}, Description: {e['Description'].strip()}"
             for e in self.db[key]
@@ -288,6 +325,7 @@ class Translate(Tool):
     """Translate text, answered from recorded translations."""
 
     name = "Translate"
+    domain = "knowledge"
     description = "Translate text into another language; the source language is detected when not given."
     input_parameters = {
         "src": Param("str", "The text to translate."),
@@ -300,6 +338,7 @@ class Translate(Tool):
     }
     output_parameters = {"translated_text": Param("str", "The translation.")}
     database_name = "Translate"
+    database_shape = _TRANSLATE_SHAPE
 
     def echo_input(self, kwargs: dict[str, Any]) -> Any:
         # The original echoes {'src': src, **other given arguments}: src always first.
@@ -312,7 +351,7 @@ class Translate(Tool):
         for record in self.db:
             if record["src"] == src and record["tgt"] == target:
                 return record["output"]
-        raise Exception("The translation of this text is not available offline.")
+        raise ToolFailure("The translation of this text is not available offline.")
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         # The languages are not judged.
@@ -328,19 +367,21 @@ class ImageCaption(Tool):
     """The recorded caption of an image."""
 
     name = "ImageCaption"
+    domain = "knowledge"
     description = "Describe in one sentence what the image at a given address (.jpg, .jpeg or .png) shows."
     input_parameters = {"url": Param("str", "The address of the image.")}
     output_parameters = {"caption": Param("str", "A sentence describing the image.")}
     database_name = "ImageCaptioning"
+    database_shape = _IMAGE_CAPTIONING_SHAPE
 
     def run(self, url: Any) -> Any:
         u = url.strip()
         if not u.endswith((".jpg", ".jpeg", ".png")):
-            raise Exception("The url should end with .jpg, .jpeg or .png.")
+            raise ToolFailure("The url should end with .jpg, .jpeg or .png.")
         for item in self.db:
             if item["url"] == u:
                 return item["caption"]
-        raise Exception("The image of this url failed to be processed.")
+        raise ToolFailure("The image of this url failed to be processed.")
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_envelope(pred, gold)
@@ -350,21 +391,21 @@ class SpeechRecognition(Tool):
     """The recorded transcript of an audio file."""
 
     name = "SpeechRecognition"
+    domain = "knowledge"
     description = "Transcribe the speech in the audio file at a given address (.wav) into text."
     input_parameters = {"url": Param("str", "The address of the audio file, ending in .wav.")}
     output_parameters = {"transcript": Param("str", "What is said in the recording.")}
     database_name = "SpeechRecognition"
+    database_shape = _SPEECH_RECOGNITION_SHAPE
 
     def run(self, url: Any) -> Any:
         u = url.strip()
         if not u.endswith(".wav"):
-            raise Exception("The url should end with .wav.")
+            raise ToolFailure("The url should end with .wav.")
         if u not in self.db:
-            raise Exception("The audio of this url failed to be processed.")
+            raise ToolFailure("The audio of this url failed to be processed.")
         return self.db[u]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_envelope(pred, gold)
 
-
-TOOLS = (Dictionary, Wiki, SearchEngine, DocumentQA, QueryHistoryToday, Translate, ImageCaption, SpeechRecognition)

@@ -17,7 +17,7 @@ Details kept from the original:
 * The Add/Modify/Query checkers remove ``meeting_topic`` from both inputs they
   are given (harmless: the protocols pass copies).
 
-Checker fix (``check_v2``):
+Checker fix (the corrected rule):
 
 * DeleteMeeting: when both calls succeed, the original checker reads
   ``input['time']``, a key this API does not have, so a correct deletion is
@@ -29,11 +29,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import jaccard, next_numeric_key, strptime_check
+from apibank_lib.shapes import STR, DictOf, ListOf, Record
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import CORRECTED, Tool, checker_rule
+from apibank_lib.tools.common import jaccard, next_numeric_key, similar_topic_same_rest, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddMeeting", "DeleteMeeting", "ModifyMeeting", "QueryMeeting"]
+
+_MEETING_SHAPE = DictOf(
+        Record(
+            {
+                "meeting_topic": STR,
+                "start_time": STR,
+                "end_time": STR,
+                "location": STR,
+                "attendees": ListOf(STR),
+                "username": STR,
+            }
+        )
+    )
+"""Record shape of the ``Meeting`` database."""
 
 
 def _inputs(purpose: str) -> dict[str, Param]:
@@ -58,7 +74,7 @@ def _validate_lookup(meeting_topic: Any, start_time: Any, end_time: Any) -> None
     if end_time:
         strptime_check(end_time)
     if meeting_topic.strip() == "" and not start_time:
-        raise Exception("Meeting Topic and start_time should not be null both")
+        raise ToolFailure("Meeting Topic and start_time should not be null both")
 
 
 def _find(db: dict[Any, Any], username: str, meeting_topic: Any, start_time: Any) -> Any:
@@ -71,44 +87,30 @@ def _find(db: dict[Any, Any], username: str, meeting_topic: Any, start_time: Any
     return None
 
 
-def _not_found(meeting_topic: Any, start_time: Any) -> Exception:
+def _not_found(meeting_topic: Any, start_time: Any) -> ToolFailure:
     """The "nothing matched" error: about the topic if one was given (blank counts), else the time."""
     if meeting_topic:
-        return Exception(f"You have no meeting about {meeting_topic}")
-    return Exception(f"You have no meeting at time : {start_time}")
-
-
-def _check_meeting(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-    """Topic word-Jaccard > 0.5; the rest of the input, output and exception equal.
-
-    Like the original, the topic is popped from both inputs before the rest is compared.
-    """
-    similar = jaccard(pred["input"]["meeting_topic"], gold["input"]["meeting_topic"]) > 0.5
-    pred["input"].pop("meeting_topic")
-    gold["input"].pop("meeting_topic")
-    return (
-        similar
-        and pred["input"] == gold["input"]
-        and pred["output"] == gold["output"]
-        and pred["exception"] == gold["exception"]
-    )
+        return ToolFailure(f"You have no meeting about {meeting_topic}")
+    return ToolFailure(f"You have no meeting at time : {start_time}")
 
 
 class AddMeeting(Tool):
     """Book a meeting for the token's user."""
 
     name = "AddMeeting"
+    domain = "schedule"
     description = "Book a meeting for the user: its topic, start and end times, place and attendees."
     input_parameters = _inputs("must not be blank")
     output_parameters = _STATUS
     database_name = "Meeting"
+    database_shape = _MEETING_SHAPE
     writes_database = True
 
     def run(self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any) -> Any:
         strptime_check(start_time)
         strptime_check(end_time)
         if meeting_topic.strip() == "":
-            raise Exception("Meeting Topic should not be null")
+            raise ToolFailure("Meeting Topic should not be null")
         key = next_numeric_key(self.db)
         username = self.username_for(token)
         self.db[key] = {
@@ -122,17 +124,19 @@ class AddMeeting(Tool):
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        return _check_meeting(pred, gold)
+        return similar_topic_same_rest(pred, gold)
 
 
 class DeleteMeeting(Tool):
     """Cancel the user's first meeting with the given topic or start time."""
 
     name = "DeleteMeeting"
+    domain = "schedule"
     description = "Cancel one of the user's meetings, found by its topic or by its start time."
     input_parameters = _inputs("finds the meeting to cancel")
     output_parameters = _STATUS
     database_name = "Meeting"
+    database_shape = _MEETING_SHAPE
     writes_database = True
 
     def run(self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any) -> Any:
@@ -150,7 +154,8 @@ class DeleteMeeting(Tool):
             return pred["input"]["time"] == gold["input"]["time"]
         return pred["output"] == gold["output"] and pred["exception"] == gold["exception"]
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         if pred["output"] == "success" and gold["output"] == "success":
             p, g = pred["input"], gold["input"]
             return jaccard(p["meeting_topic"], g["meeting_topic"]) > 0.5 and p["start_time"] == g["start_time"]
@@ -161,6 +166,7 @@ class ModifyMeeting(Tool):
     """Change the topic and times of the user's first meeting with the given topic or start time."""
 
     name = "ModifyMeeting"
+    domain = "schedule"
     description = (
         "Change one of the user's meetings, found by its topic or start time: a given topic replaces the "
         "title, a given start time replaces both start and end times."
@@ -168,6 +174,7 @@ class ModifyMeeting(Tool):
     input_parameters = _inputs("finds the meeting and becomes its new title")
     output_parameters = _STATUS
     database_name = "Meeting"
+    database_shape = _MEETING_SHAPE
     writes_database = True
 
     def run(self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any) -> Any:
@@ -185,19 +192,21 @@ class ModifyMeeting(Tool):
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        return _check_meeting(pred, gold)
+        return similar_topic_same_rest(pred, gold)
 
 
 class QueryMeeting(Tool):
     """Return the user's first meeting with the given topic or start time."""
 
     name = "QueryMeeting"
+    domain = "schedule"
     description = "Look up one of the user's meetings by its topic or its start time; returns the whole meeting."
     input_parameters = _inputs("finds the meeting")
     output_parameters = {
         "info": Param("json", "The meeting: topic, start and end times, location, attendees and username.")
     }
     database_name = "Meeting"
+    database_shape = _MEETING_SHAPE
     read_only = True
 
     def run(self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any) -> Any:
@@ -209,7 +218,5 @@ class QueryMeeting(Tool):
         return self.db[key]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        return _check_meeting(pred, gold)
+        return similar_topic_same_rest(pred, gold)
 
-
-TOOLS = (AddMeeting, DeleteMeeting, ModifyMeeting, QueryMeeting)

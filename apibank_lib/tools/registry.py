@@ -1,131 +1,110 @@
-"""The two tool sets of API-Bank, listed explicitly (no directory scanning, no import side effects).
+"""The two tool sets of API-Bank, collected from an explicit list of tool modules.
+
+A tool is registered by being defined in one of :data:`TOOL_MODULES`: every
+non-abstract :class:`~apibank_lib.tools.base.Tool` subclass a listed module
+defines (not merely imports) joins the tool set its ``toolset`` attribute names.
+So adding an API means writing its class (with its ``domain`` and database
+shape) in a listed module and its database file; adding a module means one
+line here. Nothing is scanned from the file system and importing a tool module
+registers nothing by itself.
 
 Level 1-2: 53 classes. Level 3: 22 classes. Four names exist in both with
 different behaviour (AddMeeting, Calculator, QueryMeeting, ToolSearcher), so
-there are 71 distinct names; the paper counts 73 APIs.
+there are 71 distinct names; the paper counts 73 APIs. Within a tool set tools
+are ordered by name, which is also the order of the search candidates.
 """
 
 from __future__ import annotations
 
+import importlib
 from functools import lru_cache
 
-from apibank_lib.tools.account import CheckToken, DeleteAccount, ForgotPassword, GetUserToken, ModifyPassword, RegisterUser
-from apibank_lib.tools.agenda import AddAgenda, DeleteAgenda, ModifyAgenda, QueryAgenda
-from apibank_lib.tools.alarm import AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm
-from apibank_lib.tools.base import Tool
-from apibank_lib.tools.calculator import Calculator
-from apibank_lib.tools.finance import OpenBankAccount, QueryBalance, QueryStock
-from apibank_lib.tools.health import EmergencyKnowledge, QueryHealthData, RecordHealthData, SymptomSearch
-from apibank_lib.tools.hospital import AppointmentRegistration, CancelRegistration, ModifyRegistration, QueryRegistration
-from apibank_lib.tools.hotel import BookHotel
-from apibank_lib.tools.knowledge import (
-    Dictionary,
-    DocumentQA,
-    ImageCaption,
-    QueryHistoryToday,
-    SearchEngine,
-    SpeechRecognition,
-    Translate,
-    Wiki,
-)
-from apibank_lib.tools.level3 import LEVEL3_TOOLS_WITHOUT_SEARCH
-from apibank_lib.tools.meeting import AddMeeting, DeleteMeeting, ModifyMeeting, QueryMeeting
-from apibank_lib.tools.reminder import AddReminder, DeleteReminder, ModifyReminder, QueryReminder
-from apibank_lib.tools.scene import AddScene, CancelTimedSwitch, DeleteScene, ModifyScene, QueryScene, TimedSwitch
-from apibank_lib.tools.searcher import Level3ToolSearcher, ToolSearcher
+from apibank_lib.shapes import Shape
+from apibank_lib.errors import ConfigError
+from apibank_lib.tools.base import LEVEL3, LEVEL12, Tool
 from apibank_lib.tools.toolset import ToolSet
-from apibank_lib.tools.utility import GetToday, PlayMusic, SendEmail
 
-__all__ = ["LEVEL12_TOOLS", "LEVEL3_TOOLS", "DOMAINS", "level12_toolset", "level3_toolset", "toolset_for_level"]
+__all__ = ["TOOL_MODULES", "TOOLSETS", "tool_classes", "toolset", "toolset_for_level", "domains", "database_shapes"]
 
-LEVEL12_TOOLS: tuple[type[Tool], ...] = (
-    AddAgenda,
-    AddAlarm,
-    AddMeeting,
-    AddReminder,
-    AddScene,
-    AppointmentRegistration,
-    BookHotel,
-    Calculator,
-    CancelRegistration,
-    CancelTimedSwitch,
-    CheckToken,
-    DeleteAccount,
-    DeleteAgenda,
-    DeleteAlarm,
-    DeleteMeeting,
-    DeleteReminder,
-    DeleteScene,
-    Dictionary,
-    DocumentQA,
-    EmergencyKnowledge,
-    ForgotPassword,
-    GetToday,
-    GetUserToken,
-    ImageCaption,
-    ModifyAgenda,
-    ModifyAlarm,
-    ModifyMeeting,
-    ModifyPassword,
-    ModifyRegistration,
-    ModifyReminder,
-    ModifyScene,
-    OpenBankAccount,
-    PlayMusic,
-    QueryAgenda,
-    QueryAlarm,
-    QueryBalance,
-    QueryHealthData,
-    QueryHistoryToday,
-    QueryMeeting,
-    QueryRegistration,
-    QueryReminder,
-    QueryScene,
-    QueryStock,
-    RecordHealthData,
-    RegisterUser,
-    SearchEngine,
-    SendEmail,
-    SpeechRecognition,
-    SymptomSearch,
-    TimedSwitch,
-    ToolSearcher,
-    Translate,
-    Wiki,
+TOOL_MODULES: tuple[str, ...] = (
+    "apibank_lib.tools.account",
+    "apibank_lib.tools.agenda",
+    "apibank_lib.tools.alarm",
+    "apibank_lib.tools.calculator",
+    "apibank_lib.tools.finance",
+    "apibank_lib.tools.health",
+    "apibank_lib.tools.hospital",
+    "apibank_lib.tools.hotel",
+    "apibank_lib.tools.knowledge",
+    "apibank_lib.tools.meeting",
+    "apibank_lib.tools.reminder",
+    "apibank_lib.tools.scene",
+    "apibank_lib.tools.searcher",
+    "apibank_lib.tools.utility",
+    "apibank_lib.tools.level3.accounts",
+    "apibank_lib.tools.level3.arithmetic",
+    "apibank_lib.tools.level3.calendar",
+    "apibank_lib.tools.level3.finance",
+    "apibank_lib.tools.level3.geo",
+    "apibank_lib.tools.level3.movies",
+    "apibank_lib.tools.level3.social",
+    "apibank_lib.tools.level3.travel",
 )
-"""The 53 level-1/2 tool classes, in a fixed (alphabetical) order."""
+"""Every module that defines tools."""
 
-LEVEL3_TOOLS: tuple[type[Tool], ...] = tuple(sorted((*LEVEL3_TOOLS_WITHOUT_SEARCH, Level3ToolSearcher), key=lambda c: c.name))
-"""The 22 level-3 tool classes, in alphabetical order of API name."""
-
-_L12_DOMAINS = {
-    "account": "CheckToken DeleteAccount ForgotPassword GetUserToken ModifyPassword RegisterUser",
-    "schedule": "AddAgenda DeleteAgenda ModifyAgenda QueryAgenda AddAlarm DeleteAlarm ModifyAlarm QueryAlarm "
-    "AddReminder DeleteReminder ModifyReminder QueryReminder AddMeeting DeleteMeeting ModifyMeeting QueryMeeting",
-    "smart home": "AddScene DeleteScene ModifyScene QueryScene TimedSwitch CancelTimedSwitch PlayMusic",
-    "health": "AppointmentRegistration CancelRegistration ModifyRegistration QueryRegistration "
-    "EmergencyKnowledge SymptomSearch QueryHealthData RecordHealthData",
-    "travel": "BookHotel",
-    "finance": "OpenBankAccount QueryBalance QueryStock",
-    "knowledge": "Dictionary DocumentQA ImageCaption QueryHistoryToday SearchEngine SpeechRecognition Translate Wiki",
-    "utility": "Calculator GetToday SendEmail ToolSearcher",
-}
-DOMAINS: dict[str, str] = {name: domain for domain, names in _L12_DOMAINS.items() for name in names.split()}
-"""Level-1/2 API name -> domain (eight domains, as in the paper's evaluation set)."""
+TOOLSETS: tuple[str, ...] = (LEVEL12, LEVEL3)
 
 
-@lru_cache(maxsize=1)
-def level12_toolset() -> ToolSet:
-    """The level-1/2 tool set with our own descriptions."""
-    return ToolSet("level-1-2", LEVEL12_TOOLS)
+def tools_defined_in(module_name: str) -> list[type[Tool]]:
+    """The concrete tool classes a module defines (classes it only imports are left out)."""
+    module = importlib.import_module(module_name)
+    return [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type) and issubclass(obj, Tool) and obj.__module__ == module_name and not obj.abstract
+    ]
 
 
-@lru_cache(maxsize=1)
-def level3_toolset() -> ToolSet:
-    """The level-3 tool set with our own descriptions."""
-    return ToolSet("level-3", LEVEL3_TOOLS)
+@lru_cache(maxsize=None)
+def tool_classes(name: str) -> tuple[type[Tool], ...]:
+    """The tool classes of tool set ``name`` (``level-1-2`` or ``level-3``), ordered by API name."""
+    if name not in TOOLSETS:
+        raise ConfigError(f"unknown tool set {name!r}; choose one of {', '.join(TOOLSETS)}")
+    found = [cls for module in TOOL_MODULES for cls in tools_defined_in(module) if cls.toolset == name]
+    return tuple(sorted(found, key=lambda cls: cls.name))
+
+
+@lru_cache(maxsize=None)
+def toolset(name: str) -> ToolSet:
+    """The tool set ``name`` with the tools' own descriptions."""
+    return ToolSet(name, tool_classes(name))
 
 
 def toolset_for_level(level: int) -> ToolSet:
     """The tool set a level uses (levels 1 and 2 share one)."""
-    return level3_toolset() if level == 3 else level12_toolset()
+    if level not in (1, 2, 3):
+        raise ConfigError(f"levels are 1, 2 and 3, not {level!r}")
+    return toolset(LEVEL3 if level == 3 else LEVEL12)
+
+
+def domains(name: str = LEVEL12) -> dict[str, str]:
+    """API name -> domain for one tool set (levels 1-2: the paper's eight evaluation domains)."""
+    return {cls.name: cls.domain for cls in tool_classes(name)}
+
+
+@lru_cache(maxsize=None)
+def database_shapes() -> dict[str, Shape]:
+    """Database name -> record shape, from the tools that read each database.
+
+    Raises:
+        ConfigError: two tools give one database different shapes.
+    """
+    shapes: dict[str, Shape] = {}
+    for name in TOOLSETS:
+        for cls in tool_classes(name):
+            if cls.database_name is None or cls.database_shape is None:
+                continue
+            known = shapes.setdefault(cls.database_name, cls.database_shape)
+            if known is not cls.database_shape:
+                raise ConfigError(f"{cls.name} declares another shape for the database {cls.database_name!r}")
+    return shapes

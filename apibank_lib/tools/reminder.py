@@ -19,11 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from apibank_lib.shapes import STR, DictOf, Record
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import jaccard, next_numeric_key, require_same_api, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddReminder", "DeleteReminder", "ModifyReminder", "QueryReminder"]
+
+_REMINDER_SHAPE = DictOf(Record({"content": STR, "time": STR, "username": STR}))
+"""Record shape of the ``Reminder`` database."""
 
 _TOKEN = Param("str", "The user's login token (from GetUserToken).")
 _STATUS = {"status": Param("str", "success or failed")}
@@ -33,7 +38,7 @@ def _validate(content: Any, time: Any) -> None:
     """The checks every reminder tool makes before the token: a valid time, then non-blank content."""
     strptime_check(time)
     if content.strip() == "":
-        raise Exception("Content should not be null")
+        raise ToolFailure("Content should not be null")
 
 
 def _find(db: dict[Any, Any], username: str, content: Any, time: Any) -> Any:
@@ -44,9 +49,9 @@ def _find(db: dict[Any, Any], username: str, content: Any, time: Any) -> Any:
     return None
 
 
-def _not_found(content: Any, time: Any) -> Exception:
+def _not_found(content: Any, time: Any) -> ToolFailure:
     """The "nothing matched" error shared by Delete, Modify and Query."""
-    return Exception(f"You have no reminder about {content} or at time : {time}")
+    return ToolFailure(f"You have no reminder about {content} or at time : {time}")
 
 
 def _check_reminder(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -64,6 +69,7 @@ class AddReminder(Tool):
     """Add a reminder for the token's user."""
 
     name = "AddReminder"
+    domain = "schedule"
     description = "Create a reminder for the user: what to be reminded of and when."
     input_parameters = {
         "token": _TOKEN,
@@ -72,6 +78,7 @@ class AddReminder(Tool):
     }
     output_parameters = _STATUS
     database_name = "Reminder"
+    database_shape = _REMINDER_SHAPE
     writes_database = True
 
     def run(self, token: Any, content: Any, time: Any) -> Any:
@@ -90,6 +97,7 @@ class DeleteReminder(Tool):
     """Delete the user's first reminder with the given content or time."""
 
     name = "DeleteReminder"
+    domain = "schedule"
     description = "Remove one of the user's reminders, found by its content or by its time."
     input_parameters = {
         "token": _TOKEN,
@@ -98,6 +106,7 @@ class DeleteReminder(Tool):
     }
     output_parameters = _STATUS
     database_name = "Reminder"
+    database_shape = _REMINDER_SHAPE
     writes_database = True
 
     def run(self, token: Any, content: Any, time: Any) -> Any:
@@ -120,6 +129,7 @@ class ModifyReminder(Tool):
     """Update the user's first reminder that has the given content or time."""
 
     name = "ModifyReminder"
+    domain = "schedule"
     description = (
         "Change one of the user's reminders: the reminder with this content (or at this time) "
         "gets the given content and time."
@@ -131,6 +141,7 @@ class ModifyReminder(Tool):
     }
     output_parameters = _STATUS
     database_name = "Reminder"
+    database_shape = _REMINDER_SHAPE
     writes_database = True
 
     def run(self, token: Any, content: Any, time: Any) -> Any:
@@ -152,6 +163,7 @@ class QueryReminder(Tool):
     """Return the user's first reminder that has the given content or time."""
 
     name = "QueryReminder"
+    domain = "schedule"
     description = "Look up one of the user's reminders by its content or its time; returns the whole reminder."
     input_parameters = {
         "token": _TOKEN,
@@ -160,6 +172,7 @@ class QueryReminder(Tool):
     }
     output_parameters = {"info": Param("json", "The reminder: content, time and username.")}
     database_name = "Reminder"
+    database_shape = _REMINDER_SHAPE
     read_only = True
 
     def run(self, token: Any, content: Any, time: Any) -> Any:
@@ -173,5 +186,3 @@ class QueryReminder(Tool):
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _check_reminder(pred, gold)
 
-
-TOOLS = (AddReminder, DeleteReminder, ModifyReminder, QueryReminder)

@@ -10,7 +10,7 @@ are given in place (names stripped and lower-cased, descriptions stripped,
 sorted by name), so the envelope's ``input.devices`` shows the normalised list.
 Ours normalises a private copy, so the caller's arguments stay untouched.
 
-Fixes made by ``check_v2``:
+Fixes made by the corrected rule:
 
 * AddScene, ModifyScene: the original checker raises ``TypeError`` or
   ``AttributeError`` (rather than judging) when a device list holds something
@@ -31,18 +31,26 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import BOOL, STR, DictOf, ListOf, Record
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import CORRECTED, Tool, checker_rule
 from apibank_lib.tools.common import DT, year_pad_normalise
 from apibank_lib.types import ApiResult, Param
 
 __all__ = ["AddScene", "DeleteScene", "ModifyScene", "QueryScene", "TimedSwitch", "CancelTimedSwitch"]
+
+_SCENES_SHAPE = DictOf(ListOf(Record({"name": STR, "description": STR})))
+"""Record shape of the ``Scenes`` database."""
+
+_TIME_SWITCH_SHAPE = DictOf(ListOf(Record({"time": STR, "on": BOOL})))
+"""Record shape of the ``TimeSwitch`` database."""
 
 
 def _scene_key(name: Any) -> str:
     """The stored form of a scene name; raises on a blank one."""
     key = name.strip().lower()
     if key == "":
-        raise Exception("Scene name cannot be empty.")
+        raise ToolFailure("Scene name cannot be empty.")
     return key
 
 
@@ -52,11 +60,11 @@ def _normalise_devices(devices: Any) -> Any:
     for device in devices:
         # A membership test, as in the original: on a text item it is a substring test.
         if "name" not in device or "description" not in device:
-            raise Exception("Invalid device format.")
+            raise ToolFailure("Invalid device format.")
         device["name"] = device["name"].strip().lower()
         device["description"] = device["description"].strip()
         if device["name"] in seen:
-            raise Exception("Device name cannot be duplicated.")
+            raise ToolFailure("Device name cannot be duplicated.")
         seen.add(device["name"])
     devices.sort(key=lambda d: d["name"])
     return devices
@@ -93,6 +101,8 @@ def _false_on_error(
 class _DeviceListTool(Tool):
     """Shared by AddScene and ModifyScene: normalise a private copy of ``devices``."""
 
+    abstract = True
+
     def call(self, **kwargs: Any) -> ApiResult:
         # The original mutates the caller's list; a copy keeps gold calls and parsed arguments intact
         # while the echoed input still shows the normalised devices.
@@ -100,7 +110,8 @@ class _DeviceListTool(Tool):
             kwargs["devices"] = copy.deepcopy(kwargs["devices"])
         return super().call(**kwargs)
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _false_on_error(self.check, pred, gold)
 
 
@@ -108,6 +119,7 @@ class AddScene(_DeviceListTool):
     """Create a new scene from a list of devices."""
 
     name = "AddScene"
+    domain = "smart home"
     description = "Create a smart-home scene: a named group of devices that can be controlled together."
     input_parameters = {
         "name": Param("str", "The name of the new scene."),
@@ -115,13 +127,14 @@ class AddScene(_DeviceListTool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Scenes"
+    database_shape = _SCENES_SHAPE
     writes_database = True
 
     def run(self, name: Any, devices: Any) -> Any:
         key = _scene_key(name)
         devices = _normalise_devices(devices)
         if key in self.db:
-            raise Exception("Scene name already exists.")
+            raise ToolFailure("Scene name already exists.")
         self.db[key] = devices
         return "success"
 
@@ -138,16 +151,18 @@ class DeleteScene(Tool):
     """Delete a scene by name."""
 
     name = "DeleteScene"
+    domain = "smart home"
     description = "Delete a smart-home scene by its name."
     input_parameters = {"name": Param("str", "The name of the scene to delete.")}
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Scenes"
+    database_shape = _SCENES_SHAPE
     writes_database = True
 
     def run(self, name: Any) -> Any:
         key = _scene_key(name)
         if key not in self.db:
-            raise Exception("The scene does not exist.")
+            raise ToolFailure("The scene does not exist.")
         del self.db[key]
         return "success"
 
@@ -159,6 +174,7 @@ class ModifyScene(_DeviceListTool):
     """Replace the device list of an existing scene."""
 
     name = "ModifyScene"
+    domain = "smart home"
     description = "Replace the devices of an existing smart-home scene with a new list of devices."
     input_parameters = {
         "name": Param("str", "The name of the scene to change."),
@@ -166,13 +182,14 @@ class ModifyScene(_DeviceListTool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Scenes"
+    database_shape = _SCENES_SHAPE
     writes_database = True
 
     def run(self, name: Any, devices: Any) -> Any:
         key = _scene_key(name)
         devices = _normalise_devices(devices)
         if key not in self.db:
-            raise Exception("The scene does not exist.")
+            raise ToolFailure("The scene does not exist.")
         self.db[key] = devices
         return "success"
 
@@ -186,16 +203,18 @@ class QueryScene(Tool):
     """List the devices of a scene."""
 
     name = "QueryScene"
+    domain = "smart home"
     description = "Look up a smart-home scene by name and list its devices."
     input_parameters = {"name": Param("str", "The name of the scene to look up.")}
     output_parameters = {"devices": Param("list", "The scene's devices, each with a name and a description.")}
     database_name = "Scenes"
+    database_shape = _SCENES_SHAPE
     read_only = True
 
     def run(self, name: Any) -> Any:
         key = _scene_key(name)
         if key not in self.db:
-            raise Exception("Scene not found.")
+            raise ToolFailure("Scene not found.")
         return self.db[key]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -230,6 +249,7 @@ class TimedSwitch(Tool):
     """Schedule a device to switch on or off at a given time."""
 
     name = "TimedSwitch"
+    domain = "smart home"
     description = "Schedule a smart-home device to switch on or off at a given date and time."
     input_parameters = {
         "name": Param("str", "The name of the device."),
@@ -238,13 +258,14 @@ class TimedSwitch(Tool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "TimeSwitch"
+    database_shape = _TIME_SWITCH_SHAPE
     writes_database = True
     aliases = {"device_id": "name"}
 
     def run(self, name: Any, time: Any, on: Any) -> Any:
         device = name.strip().lower()
         if device == "":
-            raise Exception("Name cannot be empty.")
+            raise ToolFailure("Name cannot be empty.")
         when = year_pad_normalise(time, DT)
         if isinstance(when, Exception):
             raise when
@@ -259,7 +280,8 @@ class TimedSwitch(Tool):
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _same_switch(pred, gold, _name) and pred["input"]["on"] == gold["input"]["on"]
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _same_switch(pred, gold, _device) and pred["input"]["on"] == gold["input"]["on"]
 
 
@@ -267,6 +289,7 @@ class CancelTimedSwitch(Tool):
     """Cancel a scheduled switch of a device."""
 
     name = "CancelTimedSwitch"
+    domain = "smart home"
     description = "Cancel a device's scheduled on/off switch at a given date and time."
     input_parameters = {
         "name": Param("str", "The name of the device."),
@@ -274,30 +297,30 @@ class CancelTimedSwitch(Tool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "TimeSwitch"
+    database_shape = _TIME_SWITCH_SHAPE
     writes_database = True
     aliases = {"device_id": "name"}
 
     def run(self, name: Any, time: Any) -> Any:
         device = name.strip().lower()
         if device == "":
-            raise Exception("name cannot be empty.")
+            raise ToolFailure("name cannot be empty.")
         when = year_pad_normalise(time, DT)
         if isinstance(when, Exception):
             raise when
         if device not in self.db:
-            raise Exception("device name does not exist.")
+            raise ToolFailure("device name does not exist.")
         schedule = self.db[device]
         for i, entry in enumerate(schedule):
             if entry["time"] == when:
                 schedule.pop(i)
                 return "success"
-        raise Exception("time does not exist.")
+        raise ToolFailure("time does not exist.")
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _same_switch(pred, gold, _name)
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _same_switch(pred, gold, _device)
 
-
-TOOLS = (AddScene, DeleteScene, ModifyScene, QueryScene, TimedSwitch, CancelTimedSwitch)

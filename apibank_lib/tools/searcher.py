@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.search import search_text
-from apibank_lib.tools.base import Tool
-from apibank_lib.types import Param
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
+from apibank_lib.types import Param, ToolSchema
 
 __all__ = ["ToolSearcher", "Level3ToolSearcher", "retrieved_names"]
 
@@ -38,6 +39,7 @@ class ToolSearcher(Tool):
     """Search the API pool by keywords (levels 1 and 2)."""
 
     name = "ToolSearcher"
+    domain = "utility"
     description = "Search the available APIs by keywords and return the description of the best match."
     input_parameters = {"keywords": Param("str", "A few words describing the API you need.")}
     output_parameters = {"best_matchs": Param("Union[List[dict], dict]", "The best matching API's description.")}
@@ -45,22 +47,27 @@ class ToolSearcher(Tool):
     read_only = True
 
     def run(self, keywords: Any) -> Any:
-        if not isinstance(keywords, str) or not keywords.strip():
-            raise Exception("The keywords cannot be empty.")
-        ranked = self.env.search_tools(keywords, 1) if self.env else []
-        if not ranked or ranked[0][1] <= 0:
-            raise Exception("No API matches the keywords.")
-        best = ranked[0][0]
+        best = self.best_match(keywords)
         if "token" in best.input_parameters and best.name != "GetUserToken":
             token_api = self.env.tool_schema("GetUserToken")  # type: ignore[union-attr]
             companion = {**token_api.to_dict(), "desc_for_search": search_text(token_api)}
             return [companion, best.to_dict()]
         return best.to_dict()
 
+    def best_match(self, keywords: Any) -> ToolSchema:
+        """The best API for ``keywords``; fails on empty keywords or when nothing matches."""
+        if not isinstance(keywords, str) or not keywords.strip():
+            raise ToolFailure("The keywords cannot be empty.")
+        ranked = self.env.search_tools(keywords, 1) if self.env else []
+        if not ranked or ranked[0][1] <= 0:
+            raise ToolFailure("No API matches the keywords.")
+        return ranked[0][0]
+
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return pred["output"] == gold["output"] and pred["exception"] == gold["exception"]
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         # Judge the retrieval, not the description text (which changes between releases).
         return retrieved_names(pred["output"]) == retrieved_names(gold["output"]) and pred["exception"] == gold["exception"]
 
@@ -68,15 +75,8 @@ class ToolSearcher(Tool):
 class Level3ToolSearcher(ToolSearcher):
     """Search the level-3 API pool by keywords; always returns one description dict."""
 
+    toolset = LEVEL3
     description = "Look up, by keywords, which available API can do a task, and return that API's description."
 
     def run(self, keywords: Any) -> Any:
-        if not isinstance(keywords, str) or not keywords.strip():
-            raise Exception("The keywords cannot be empty.")
-        ranked = self.env.search_tools(keywords, 1) if self.env else []
-        if not ranked or ranked[0][1] <= 0:
-            raise Exception("No API matches the keywords.")
-        return ranked[0][0].to_dict()
-
-
-TOOLS = (ToolSearcher,)
+        return self.best_match(keywords).to_dict()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
 from apibank_lib.types import Param
 
-__all__ = ["GetToday", "SendEmail", "PlayMusic", "TODAY", "TOOLS"]
+__all__ = ["GetToday", "SendEmail", "PlayMusic", "TODAY"]
 
 TODAY = "2023-03-31"
 """The benchmark world's fixed current date."""
@@ -27,6 +28,7 @@ class GetToday(Tool):
     """Today's date (always 2023-03-31)."""
 
     name = "GetToday"
+    domain = "utility"
     description = "Tell today's date."
     input_parameters = {}  # takes no arguments
     output_parameters = {"date": Param("str", "Today's date as YYYY-MM-DD.")}
@@ -46,6 +48,7 @@ class SendEmail(Tool):
     """Send an e-mail (validated, then reported as sent; nothing is stored)."""
 
     name = "SendEmail"
+    domain = "utility"
     description = "Send an e-mail with a subject and a message to one receiver address."
     input_parameters = {
         "receiver": Param("str", "The receiver's e-mail address."),
@@ -57,11 +60,11 @@ class SendEmail(Tool):
     def run(self, receiver: Any, subject: Any, content: Any) -> Any:
         receiver, subject, content = receiver.strip(), subject.strip(), content.strip()
         if not _RECEIVER.match(receiver):
-            raise Exception("Email address of the receiver is invalid.")
+            raise ToolFailure("Email address of the receiver is invalid.")
         if not subject:
-            raise Exception("Subject cannot be empty.")
+            raise ToolFailure("Subject cannot be empty.")
         if not content:
-            raise Exception("Content cannot be empty.")
+            raise ToolFailure("Content cannot be empty.")
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -79,6 +82,7 @@ class PlayMusic(Tool):
     """Start playing a song by name."""
 
     name = "PlayMusic"
+    domain = "smart home"
     description = "Play a piece of music, given its title."
     input_parameters = {"music_name": Param("str", "The title of the song or piece to play.")}
     output_parameters = {"music_url": Param("str", "The address of the music now playing.")}
@@ -86,11 +90,9 @@ class PlayMusic(Tool):
     def run(self, music_name: Any) -> Any:
         music = music_name.lower().strip()
         if not music:
-            raise Exception("The music name cannot be empty.")
+            raise ToolFailure("The music name cannot be empty.")
         return "music://" + music
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return pred["output"] == gold["output"]  # only the result is judged
 
-
-TOOLS = (GetToday, SendEmail, PlayMusic)

@@ -9,9 +9,12 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import MissingParameterError
-from apibank_lib.tools.agenda import TOOLS, AddAgenda, DeleteAgenda, ModifyAgenda, QueryAgenda
+from apibank_lib.tools.registry import tools_defined_in
+from apibank_lib.tools.agenda import AddAgenda, DeleteAgenda, ModifyAgenda, QueryAgenda
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.agenda")
 
 ALICE = "idvwtfktangpvyqe6b"
 BEN = "emzumlenmwfqtrier2"

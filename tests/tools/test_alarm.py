@@ -8,9 +8,12 @@ from typing import Any
 import pytest
 
 from apibank_lib.databases import load_databases
-from apibank_lib.tools.alarm import TOOLS, AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm
+from apibank_lib.tools.registry import tools_defined_in
+from apibank_lib.tools.alarm import AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.alarm")
 
 ALICE = "idvwtfktangpvyqe6b"
 BEN = "emzumlenmwfqtrier2"

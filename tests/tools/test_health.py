@@ -88,8 +88,8 @@ def test_symptom_checkers(tool: type, raised: type[Exception], text: str) -> Non
     blank = env(tool.name, {"symptom": " "}, None, "e")
     with pytest.raises(raised, match=text):
         tool().check(blank, gold)
-    assert tool().check_v2(blank, gold) is False
-    assert tool().check_v2(env(tool.name, {"symptom": "itchy eyes"}, out), gold) is True
+    assert tool().check_corrected(blank, gold) is False
+    assert tool().check_corrected(env(tool.name, {"symptom": "itchy eyes"}, out), gold) is True
 
 
 # --- QueryHealthData --------------------------------------------------------------------------------
@@ -232,11 +232,11 @@ def test_record_health_data_check_ignores_health_data_and_check_v2_compares_it()
     )
     tool = RecordHealthData()
     assert tool.check(wrong, gold) is True
-    assert tool.check_v2(wrong, gold) is False
+    assert tool.check_corrected(wrong, gold) is False
     reordered = [{"name": "blood_pressure", "value": [120, 80]}, {"name": "heart_rate", "value": 80}]
-    assert tool.check_v2(env("RecordHealthData", {**wrong["input"], "health_data": reordered}, "success"), gold) is True
+    assert tool.check_corrected(env("RecordHealthData", {**wrong["input"], "health_data": reordered}, "success"), gold) is True
     assert (
-        tool.check_v2(
+        tool.check_corrected(
             env("RecordHealthData", {**wrong["input"], "user_id": "Q2", "health_data": reordered}, "success"), gold
         )
         is False
@@ -247,7 +247,7 @@ def test_record_health_data_check_ignores_health_data_and_check_v2_compares_it()
         None,
         "The health data has invalid format.",
     )
-    assert tool.check_v2(text_items, gold) is False
+    assert tool.check_corrected(text_items, gold) is False
     assert tool.check(
         env("RecordHealthData", {**gold["input"], "user_id": 1}, "success"),
         env("RecordHealthData", {**gold["input"], "user_id": "1"}, "success"),

@@ -9,9 +9,9 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import DataError, InvalidParameterError, MissingParameterError
+from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.knowledge import (
     LANGUAGES,
-    TOOLS,
     Dictionary,
     DocumentQA,
     ImageCaption,
@@ -26,6 +26,8 @@ from apibank_lib.tools.knowledge import (
 )
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.knowledge")
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "eval"
 
@@ -177,11 +179,11 @@ def test_search_engine_check_crashes_on_missing_outputs_and_v2_fixes_it() -> Non
     both_failed = env("SearchEngine", {"keyword": "x"}, None, "boom")
     with pytest.raises(UnboundLocalError):
         s.check(both_failed, dict(both_failed))
-    assert s.check_v2(both_failed, dict(both_failed))
-    assert not s.check_v2(both_failed, env("SearchEngine", {"keyword": "x"}, None, "other"))
-    assert not s.check_v2(env("SearchEngine", {"keyword": "x"}, None), env("SearchEngine", {"keyword": "x"}, DOCS[:2]))
+    assert s.check_corrected(both_failed, dict(both_failed))
+    assert not s.check_corrected(both_failed, env("SearchEngine", {"keyword": "x"}, None, "other"))
+    assert not s.check_corrected(env("SearchEngine", {"keyword": "x"}, None), env("SearchEngine", {"keyword": "x"}, DOCS[:2]))
     gold = env("SearchEngine", {"keyword": "solar"}, [DOCS[1], DOCS[4]])
-    assert s.check_v2(env("SearchEngine", {"keyword": "s"}, [DOCS[4], DOCS[1]]), gold)
+    assert s.check_corrected(env("SearchEngine", {"keyword": "s"}, [DOCS[4], DOCS[1]]), gold)
 
 
 # --- DocumentQA -----------------------------------------------------------------------------------

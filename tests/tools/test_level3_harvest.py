@@ -10,10 +10,14 @@ from typing import Any
 import pytest
 
 from apibank_lib.errors import DataError
-from apibank_lib.tools.level3 import LEVEL3_DATABASE_NAMES, LEVEL3_TOOLS_WITHOUT_SEARCH, harvest_level3_tables
-from apibank_lib.types import ApiCall, Level3Item, Level3Step
+from apibank_lib.formats.harvest import harvest_level3_tables
+from apibank_lib.tools.base import LEVEL3
+from apibank_lib.tools.registry import tool_classes
+from apibank_lib.types import ApiCall, ApiRecord, Level3Item
 from tests.helpers import sandbox_for
 
+LEVEL3_TOOLS_WITHOUT_SEARCH = [cls for cls in tool_classes(LEVEL3) if cls.name != "ToolSearcher"]
+LEVEL3_DATABASE_NAMES = sorted({cls.database_name for cls in LEVEL3_TOOLS_WITHOUT_SEARCH if cls.database_name})
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "level3_gold_sample.json"
 
 
@@ -24,18 +28,18 @@ def load_items() -> list[Level3Item]:
             i,
             it["requirement"],
             it["response"],
-            [Level3Step(s["api_name"], s["input"], s["output"]) for s in it["apis"]],
+            [ApiRecord(s["api_name"], s["input"], s["output"]) for s in it["apis"]],
         )
         for i, it in enumerate(raw)
     ]
 
 
-def step(api: str, inp: dict[str, Any], out: Any, exc: str | None = None, envelope_input: Any = "same") -> Level3Step:
+def step(api: str, inp: dict[str, Any], out: Any, exc: str | None = None, envelope_input: Any = "same") -> ApiRecord:
     env_in = inp if envelope_input == "same" else envelope_input
-    return Level3Step(api, inp, {"api_name": api, "input": env_in, "output": out, "exception": exc})
+    return ApiRecord(api, inp, {"api_name": api, "input": env_in, "output": out, "exception": exc})
 
 
-def item(*steps: Level3Step) -> Level3Item:
+def item(*steps: ApiRecord) -> Level3Item:
     return Level3Item(0, "requirement", "response", list(steps))
 
 
@@ -48,9 +52,9 @@ def test_replaying_the_gold_in_order_reproduces_every_recorded_result() -> None:
         for s in it.steps:
             if s.api_name == "ToolSearcher":
                 continue
-            result = sb.execute(ApiCall(s.api_name, dict(s.input))).to_dict()
-            assert result == s.output, s.api_name
-            assert sb.tool(s.api_name).check(copy.deepcopy(result), copy.deepcopy(s.output)), s.api_name
+            result = sb.execute(ApiCall(s.api_name, dict(s.args))).to_dict()
+            assert result == s.result, s.api_name
+            assert sb.tool(s.api_name).check(copy.deepcopy(result), copy.deepcopy(s.result)), s.api_name
             replayed += 1
     assert replayed == 25
 
@@ -155,6 +159,6 @@ def test_first_recording_wins_and_envelope_input_is_preferred() -> None:
         ),
     ],
 )
-def test_malformed_gold_is_a_data_error(bad: Level3Step, message: str) -> None:
+def test_malformed_gold_is_a_data_error(bad: ApiRecord, message: str) -> None:
     with pytest.raises(DataError, match=message.replace("(", r"\(").replace(")", r"\)")):
         harvest_level3_tables([item(bad)])

@@ -10,9 +10,12 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import DataError, ParameterTypeError
-from apibank_lib.tools.level3.social import TOOLS, LikeCount, OrganizationMembers, UserPosts
+from apibank_lib.tools.registry import tools_defined_in
+from apibank_lib.tools.level3.social import LikeCount, OrganizationMembers, UserPosts
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.level3.social")
 
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 DBS = {

@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 
 from apibank_lib.databases import load_databases
-from apibank_lib.tools.level3.travel import TOOLS, FlightSearch, HotelAvailability, TravelStatus
+from apibank_lib.tools.registry import tools_defined_in
+from apibank_lib.tools.level3.travel import FlightSearch, HotelAvailability, TravelStatus
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.level3.travel")
 
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 FLIGHTS = [
@@ -168,10 +171,10 @@ def test_hotel_availability_paper_checker_and_its_v2_fix() -> None:
     with pytest.raises(TypeError):
         tool.check(copy.deepcopy(failed), failed)
     # v2: whole envelope, failures included.
-    assert not tool.check_v2(failed, gold)
-    assert tool.check_v2(copy.deepcopy(failed), failed)
-    assert not tool.check_v2(hotel_envelope({"hotels": [HOTELS["ring"]]}, "x"), gold)
-    assert tool.check_v2(hotel_envelope({"hotels": [HOTELS["ring"]]}), gold)
+    assert not tool.check_corrected(failed, gold)
+    assert tool.check_corrected(copy.deepcopy(failed), failed)
+    assert not tool.check_corrected(hotel_envelope({"hotels": [HOTELS["ring"]]}, "x"), gold)
+    assert tool.check_corrected(hotel_envelope({"hotels": [HOTELS["ring"]]}), gold)
 
 
 def test_flight_search_checker_is_exact() -> None:

@@ -8,9 +8,12 @@ from typing import Any
 import pytest
 
 from apibank_lib.databases import load_databases
-from apibank_lib.tools.meeting import TOOLS, AddMeeting, DeleteMeeting, ModifyMeeting, QueryMeeting
+from apibank_lib.tools.registry import tools_defined_in
+from apibank_lib.tools.meeting import AddMeeting, DeleteMeeting, ModifyMeeting, QueryMeeting
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.meeting")
 
 ALICE = "idvwtfktangpvyqe6b"
 BEN = "emzumlenmwfqtrier2"
@@ -286,13 +289,13 @@ def test_delete_meeting_paper_check_fails_every_successful_pair() -> None:
 
 def test_delete_meeting_v2_check_compares_topic_and_start() -> None:
     gold = envelope("DeleteMeeting", args("Weekly sync meeting"))
-    assert DeleteMeeting().check_v2(
+    assert DeleteMeeting().check_corrected(
         envelope("DeleteMeeting", args("Weekly sync", end="", location="x", token=BEN)), gold
     )
-    assert not DeleteMeeting().check_v2(envelope("DeleteMeeting", args("Weekly planning meeting")), gold)
-    assert not DeleteMeeting().check_v2(
+    assert not DeleteMeeting().check_corrected(envelope("DeleteMeeting", args("Weekly planning meeting")), gold)
+    assert not DeleteMeeting().check_corrected(
         envelope("DeleteMeeting", args("Weekly sync meeting", "2023-04-03 11:00:00")), gold
     )
     failed = envelope("DeleteMeeting", args(), None, NULL_BOTH)
-    assert DeleteMeeting().check_v2(failed, envelope("DeleteMeeting", args("z"), None, NULL_BOTH))
-    assert not DeleteMeeting().check_v2(failed, gold)
+    assert DeleteMeeting().check_corrected(failed, envelope("DeleteMeeting", args("z"), None, NULL_BOTH))
+    assert not DeleteMeeting().check_corrected(failed, gold)

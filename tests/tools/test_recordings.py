@@ -1,4 +1,4 @@
-"""Tests for harvesting Dictionary and Translate recordings (apibank_lib/tools/recordings.py)."""
+"""Tests for harvesting Dictionary and Translate recordings (apibank_lib/formats/harvest.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 from apibank_lib.databases import validate_database
 from apibank_lib.tools.knowledge import Dictionary, Translate
-from apibank_lib.tools.recordings import harvest_recordings
-from apibank_lib.types import Dialogue, Turn
+from apibank_lib.formats.harvest import harvest_recordings
+from apibank_lib.types import ApiRecord, Dialogue, Turn, Utterance
 from tests.helpers import sandbox_for
 
 
@@ -22,16 +22,16 @@ def meanings(word: str) -> list[dict[str, Any]]:
     ]
 
 
-def api(name: str, params: dict[str, Any], output: Any, exception: str | None = None, echo: bool = True) -> Turn:
+def api(name: str, params: dict[str, Any], output: Any, exception: str | None = None, echo: bool = True) -> ApiRecord:
     """A gold API record; ``echo=False`` leaves the result without its input echo."""
     result: dict[str, Any] = {"api_name": name, "output": output, "exception": exception}
     if echo:
         result["input"] = dict(params)
-    return Turn("API", api_name=name, param_dict=dict(params), result=result)
+    return ApiRecord(name, dict(params), result)
 
 
 def dialogue(id: str, *turns: Turn) -> Dialogue:
-    return Dialogue(id, 1, [Turn("User", text="hi"), *turns, Turn("AI", text="done")])
+    return Dialogue(id, 1, [Utterance("User", "hi"), *turns, Utterance("AI", "done")])
 
 
 DIALOGUES = [

@@ -139,9 +139,9 @@ def test_add_scene_check_raises_on_malformed_devices_and_check_v2_judges_them_wr
     text_item = env("AddScene", {"name": "t", "devices": ["a"]}, None, "Invalid device format.")
     with pytest.raises(TypeError):
         AddScene().check(text_item, gold)
-    assert AddScene().check_v2(text_item, gold) is False
+    assert AddScene().check_corrected(text_item, gold) is False
     same = env("AddScene", {"name": "T", "devices": [{"name": "A", "description": "a"}]}, "success")
-    assert AddScene().check_v2(same, gold) is True
+    assert AddScene().check_corrected(same, gold) is True
 
 
 # --- DeleteScene, ModifyScene, QueryScene -----------------------------------------------------------
@@ -183,7 +183,7 @@ def test_modify_scene_check_compares_output_exactly() -> None:
     assert not ModifyScene().check(
         env("ModifyScene", {"name": "t", "devices": [{"name": "b", "description": "a"}]}, "success"), gold
     )
-    assert ModifyScene().check_v2(env("ModifyScene", {"name": "t", "devices": "[]"}, None, "x"), gold) is False
+    assert ModifyScene().check_corrected(env("ModifyScene", {"name": "t", "devices": "[]"}, None, "x"), gold) is False
 
 
 def test_query_scene() -> None:
@@ -197,7 +197,7 @@ def test_query_scene_check_has_no_v2_change() -> None:
     out = [{"name": "kettle", "description": "Electric kettle"}]
     gold = env("QueryScene", {"name": "Tea Party"}, [{"name": "Kettle", "description": "Electric kettle"}])
     pred = env("QueryScene", {"name": "tea party"}, out)
-    assert not QueryScene().check(pred, gold) and not QueryScene().check_v2(pred, gold)
+    assert not QueryScene().check(pred, gold) and not QueryScene().check_corrected(pred, gold)
     assert QueryScene().check(pred, env("QueryScene", {"name": "TEA PARTY "}, out))
 
 
@@ -265,8 +265,8 @@ def test_timed_switch_check_v2_reads_gold_device_id() -> None:
     pred = env("TimedSwitch", {"name": "12345", "time": "2023-04-01 09:00:00", "on": True}, "success")
     with pytest.raises(KeyError):
         TimedSwitch().check(pred, gold)
-    assert TimedSwitch().check_v2(pred, gold) is True
-    assert TimedSwitch().check_v2(env("TimedSwitch", {**pred["input"], "name": "12346"}, "success"), gold) is False
+    assert TimedSwitch().check_corrected(pred, gold) is True
+    assert TimedSwitch().check_corrected(env("TimedSwitch", {**pred["input"], "name": "12346"}, "success"), gold) is False
 
 
 # --- CancelTimedSwitch -------------------------------------------------------------------------------
@@ -298,7 +298,7 @@ def test_cancel_timed_switch_check_and_v2_device_id() -> None:
     pred = env("CancelTimedSwitch", {"name": "10000025", "time": "2023-3-19 09:30:00"}, "success")
     with pytest.raises(KeyError):
         CancelTimedSwitch().check(pred, gold)
-    assert CancelTimedSwitch().check_v2(pred, gold) is True
+    assert CancelTimedSwitch().check_corrected(pred, gold) is True
     named = env("CancelTimedSwitch", {"name": "Desk Fan", "time": "2023-03-19 09:30:00"}, "success")
     assert CancelTimedSwitch().check(
         env("CancelTimedSwitch", {"name": "desk fan", "time": "2023-03-19 09:30:00"}, "success"), named

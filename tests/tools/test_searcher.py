@@ -6,19 +6,19 @@ import pytest
 
 from apibank_lib.sandbox import Sandbox
 from apibank_lib.search import search_text
-from apibank_lib.tools.registry import level3_toolset, level12_toolset
+from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.tools.searcher import retrieved_names
 
 
 @pytest.fixture(scope="module")
 def box12() -> Sandbox:
-    return Sandbox(level12_toolset(), {})
+    return Sandbox(toolset_for_level(1), {})
 
 
 def test_token_api_comes_with_the_login_api(box12: Sandbox) -> None:
     out = box12.execute("[ToolSearcher(keywords='set an alarm clock')]").output
     assert isinstance(out, list) and [d["name"] for d in out] == ["GetUserToken", "AddAlarm"]
-    token_api = level12_toolset().schema("GetUserToken")
+    token_api = toolset_for_level(1).schema("GetUserToken")
     assert out[0] == {**token_api.to_dict(), "desc_for_search": search_text(token_api)}
     assert set(out[1]) == {"name", "description", "input_parameters", "output_parameters"}
     assert retrieved_names(out) == ["AddAlarm"]
@@ -27,7 +27,7 @@ def test_token_api_comes_with_the_login_api(box12: Sandbox) -> None:
 def test_api_without_token_is_returned_alone(box12: Sandbox) -> None:
     out = box12.execute("[ToolSearcher(keywords='book a hotel room')]").output
     assert isinstance(out, dict) and out["name"] == "BookHotel"
-    assert out == level12_toolset().schema("BookHotel").to_dict()
+    assert out == toolset_for_level(1).schema("BookHotel").to_dict()
 
 
 def test_searcher_never_returns_itself(box12: Sandbox) -> None:
@@ -36,10 +36,10 @@ def test_searcher_never_returns_itself(box12: Sandbox) -> None:
 
 
 def test_level3_version_returns_one_dict() -> None:
-    box = Sandbox(level3_toolset(), {})
+    box = Sandbox(toolset_for_level(3), {})
     out = box.execute("[ToolSearcher(keywords='coordinates of a city address')]").output
     assert isinstance(out, dict) and out["name"] == "Geocoding"
-    assert len(level3_toolset().searchable()) == 21
+    assert len(toolset_for_level(3).searchable()) == 21
 
 
 def test_checkers(box12: Sandbox) -> None:
@@ -47,9 +47,9 @@ def test_checkers(box12: Sandbox) -> None:
     gold = box12.execute("[ToolSearcher(keywords='set an alarm clock')]").to_dict()
     reworded = {**gold, "output": [gold["output"][0], {**gold["output"][1], "description": "older wording"}]}
     assert tool.check(gold, gold) and not tool.check(reworded, gold)
-    assert tool.check_v2(reworded, gold)  # v2 judges the API retrieved, not the description text
+    assert tool.check_corrected(reworded, gold)  # v2 judges the API retrieved, not the description text
     other = box12.execute("[ToolSearcher(keywords='book a hotel room')]").to_dict()
-    assert not tool.check_v2(other, gold)
+    assert not tool.check_corrected(other, gold)
 
 
 def test_empty_keywords_are_an_exception(box12: Sandbox) -> None:

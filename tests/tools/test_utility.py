@@ -7,9 +7,12 @@ from typing import Any
 import pytest
 
 from apibank_lib.errors import InvalidParameterError
-from apibank_lib.tools.utility import TOOLS, GetToday, PlayMusic, SendEmail
+from apibank_lib.tools.registry import tools_defined_in
+from apibank_lib.tools.utility import GetToday, PlayMusic, SendEmail
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
+
+TOOLS = tools_defined_in("apibank_lib.tools.utility")
 
 
 def run(name: str, conversion: str = "v2", **args: Any) -> dict[str, Any]:

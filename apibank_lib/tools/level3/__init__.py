@@ -1,20 +1,15 @@
-"""The level-3 tool set (Plan+Retrieve+Call), except ToolSearcher, and its table harvester."""
+"""The level-3 tool set (Plan+Retrieve+Call), except ToolSearcher (in ``tools/searcher.py``)."""
 
 from apibank_lib.tools.level3.accounts import AccountInfo, PersonalInfoUpdate
 from apibank_lib.tools.level3.arithmetic import Calculator
 from apibank_lib.tools.level3.calendar import AddMeeting, EmailReminder, QueryMeeting
-from apibank_lib.tools.level3.catalog import LEVEL3_DATABASE_NAMES, LEVEL3_TOOLS_WITHOUT_SEARCH
 from apibank_lib.tools.level3.finance import GetOccupationSalary, TaxCalculator
 from apibank_lib.tools.level3.geo import ClothingRecommendation, Geocoding, GetWeatherForCoordinates, NearbyRestaurants
-from apibank_lib.tools.level3.harvest import harvest_level3_tables
 from apibank_lib.tools.level3.movies import MovieRecommendations, UserMoviePreferences, UserWatchedMovies
 from apibank_lib.tools.level3.social import LikeCount, OrganizationMembers, UserPosts
 from apibank_lib.tools.level3.travel import FlightSearch, HotelAvailability, TravelStatus
 
 __all__ = [
-    "LEVEL3_TOOLS_WITHOUT_SEARCH",
-    "LEVEL3_DATABASE_NAMES",
-    "harvest_level3_tables",
     "AccountInfo",
     "AddMeeting",
     "Calculator",

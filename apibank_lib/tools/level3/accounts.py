@@ -12,11 +12,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import ANY, STR, DictOf, ListOf, Record
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import LEVEL3, Tool
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["AccountInfo", "PersonalInfoUpdate"]
+
+_LV3_ACCOUNTS_SHAPE = ListOf(Record({"username": STR, "password": STR, "info": DictOf(ANY)}))
+"""Record shape of the ``Lv3Accounts`` database."""
+
+_LV3_PERSONAL_INFO_SHAPE = ListOf(Record({"username": STR, "password": STR, "info": DictOf(ANY)}))
+"""Record shape of the ``Lv3PersonalInfo`` database."""
 
 _USERNAME = Param("str", "The user's account name.")
 _PASSWORD = Param("str", "The user's password.")
@@ -27,13 +35,15 @@ def _find_info(records: list[dict[str, Any]], username: Any, password: Any) -> d
     for record in records:
         if record["username"] == username and record["password"] == password:
             return record["info"]
-    raise Exception("User not found.")
+    raise ToolFailure("User not found.")
 
 
 class AccountInfo(Tool):
     """Return a user's stored contact details after checking the password."""
 
     name = "AccountInfo"
+    domain = "account"
+    toolset = LEVEL3
     description = "Look up a user's account details, such as e-mail and phone, given the username and password."
     input_parameters = {"username": _USERNAME, "password": _PASSWORD}
     # Declared as in the original, although the output is the bare info dict (see run).
@@ -42,6 +52,7 @@ class AccountInfo(Tool):
         "account_info": Param("dict", "The account details (e-mail, phone, ...)."),
     }
     database_name = "Lv3Accounts"
+    database_shape = _LV3_ACCOUNTS_SHAPE
     read_only = True
 
     def run(self, username: Any, password: Any) -> Any:
@@ -56,6 +67,8 @@ class PersonalInfoUpdate(Tool):
     """Set a user's address after checking the password."""
 
     name = "PersonalInfoUpdate"
+    domain = "account"
+    toolset = LEVEL3
     description = "Update the postal address stored for a user, given the username and password."
     input_parameters = {
         "username": _USERNAME,
@@ -64,6 +77,7 @@ class PersonalInfoUpdate(Tool):
     }
     output_parameters = {"status": Param("str", "success or failed")}
     database_name = "Lv3PersonalInfo"
+    database_shape = _LV3_PERSONAL_INFO_SHAPE
     writes_database = True
 
     def run(self, username: Any, password: Any, address: Any) -> Any:
@@ -75,5 +89,3 @@ class PersonalInfoUpdate(Tool):
         require_same_api(pred, gold)
         return pred["input"] == gold["input"] and pred["output"] == gold["output"]
 
-
-TOOLS = (AccountInfo, PersonalInfoUpdate)

@@ -8,6 +8,7 @@ is inherited unchanged.
 from __future__ import annotations
 
 from apibank_lib.tools import calculator as level1
+from apibank_lib.tools.base import LEVEL3
 
 __all__ = ["Calculator"]
 
@@ -15,8 +16,7 @@ __all__ = ["Calculator"]
 class Calculator(level1.Calculator):
     """Arithmetic on integers with + - * / and parentheses (level-3 tool set)."""
 
+    toolset = LEVEL3
     description = "Calculate the value of an arithmetic expression with whole numbers, + - * / and parentheses."
     read_only = True
 
-
-TOOLS = (Calculator,)

@@ -14,12 +14,29 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import jaccard, strptime_check
+from apibank_lib.shapes import INT, STR, DictOf, ListOf, Record
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import LEVEL3, Tool
+from apibank_lib.tools.common import similar_topic_same_rest, strptime_check
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["AddMeeting", "QueryMeeting", "EmailReminder"]
+
+_LV3_MEETINGS_SHAPE = DictOf(
+            ListOf(
+                Record(
+                    {
+                        "meeting_id": INT,
+                        "meeting_name": STR,
+                        "meeting_time": STR,
+                        "meeting_location": STR,
+                        "meeting_attendees": ListOf(STR),
+                    }
+                )
+            )
+        )
+"""Record shape of the ``Lv3Meetings`` database."""
 
 _STATUS = {"status": Param("str", "success or failed")}
 
@@ -28,6 +45,8 @@ class AddMeeting(Tool):
     """Book a meeting (no login needed at level 3)."""
 
     name = "AddMeeting"
+    domain = "schedule"
+    toolset = LEVEL3
     description = (
         "Book a meeting: give its topic, start and end time (%Y-%m-%d %H:%M:%S), location and the list of attendees."
     )
@@ -48,7 +67,7 @@ class AddMeeting(Tool):
         strptime_check(start_time)
         strptime_check(end_time)
         if meeting_topic.strip() == "":
-            raise Exception("Meeting Topic should not be null")
+            raise ToolFailure("Meeting Topic should not be null")
         self.meetings.append(
             {
                 "meeting_topic": meeting_topic,
@@ -64,27 +83,21 @@ class AddMeeting(Tool):
         return self.meetings
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
-        # No API-name assertion here, as in the original; the topic is removed
-        # from both inputs (in place) after the fuzzy comparison.
-        similar = jaccard(pred["input"]["meeting_topic"], gold["input"]["meeting_topic"]) > 0.5
-        pred["input"].pop("meeting_topic")
-        gold["input"].pop("meeting_topic")
-        return (
-            similar
-            and pred["input"] == gold["input"]
-            and pred["output"] == gold["output"]
-            and pred["exception"] == gold["exception"]
-        )
+        # No API-name assertion here, as in the original (the same rule as the level-1 AddMeeting).
+        return similar_topic_same_rest(pred, gold)
 
 
 class QueryMeeting(Tool):
     """List every meeting stored for a user."""
 
     name = "QueryMeeting"
+    domain = "schedule"
+    toolset = LEVEL3
     description = "List all meetings of a user: id, name, time, location and attendees of each."
     input_parameters = {"user_name": Param("str", "The account name of the user whose meetings to list.")}
     output_parameters = {"meetings": Param("list", "The user's meetings.")}
     database_name = "Lv3Meetings"
+    database_shape = _LV3_MEETINGS_SHAPE
     read_only = True
 
     def run(self, user_name: Any) -> Any:
@@ -99,6 +112,8 @@ class EmailReminder(Tool):
     """Send a reminder e-mail about an event (simulated: nothing leaves the sandbox)."""
 
     name = "EmailReminder"
+    domain = "schedule"
+    toolset = LEVEL3
     description = "Send someone a reminder e-mail about an event, with its time and location."
     input_parameters = {
         "content": Param("str", "The text of the reminder."),
@@ -112,7 +127,7 @@ class EmailReminder(Tool):
     def run(self, content: Any, time: Any, location: Any, recipient: Any) -> Any:
         strptime_check(time)
         if content.strip() == "":
-            raise Exception("Content should not be empty")
+            raise ToolFailure("Content should not be empty")
         return "success"
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -126,5 +141,3 @@ class EmailReminder(Tool):
             and pred["input"] == gold["input"]
         )
 
-
-TOOLS = (AddMeeting, QueryMeeting, EmailReminder)

@@ -9,11 +9,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import NUM, DictOf
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["GetOccupationSalary", "TaxCalculator", "TAX_RATES", "salary_after_tax"]
+
+_LV3_SALARIES_SHAPE = DictOf(NUM)
+"""Record shape of the ``Lv3Salaries`` database."""
 
 TAX_RATES: dict[float, float] = {0: 0.0, 1000: 0.1, 3000: 0.2, 5000: 0.3, math.inf: 0.4}
 """Threshold -> tax rate, as in the original. The 40% rate is never applied (see salary_after_tax)."""
@@ -32,22 +37,25 @@ def salary_after_tax(salary: float) -> float:
     for threshold in sorted(TAX_RATES, reverse=True):
         if salary >= threshold:
             return salary - salary * TAX_RATES[threshold]
-    raise Exception("")
+    raise ToolFailure("")
 
 
 class GetOccupationSalary(Tool):
     """Look up the salary of an occupation."""
 
     name = "GetOccupationSalary"
+    domain = "finance"
+    toolset = LEVEL3
     description = "Look up the typical annual salary of an occupation."
     input_parameters = {"occupation": Param("str", "The occupation, e.g. Civil Engineer.")}
     output_parameters = {"salary": Param("int", "The annual salary.")}
     database_name = "Lv3Salaries"
+    database_shape = _LV3_SALARIES_SHAPE
     read_only = True
 
     def run(self, occupation: Any) -> Any:
         if occupation not in self.db:
-            raise Exception("The occupation is not in the database.")
+            raise ToolFailure("The occupation is not in the database.")
         return {"salary": self.db[occupation]}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -57,7 +65,7 @@ class GetOccupationSalary(Tool):
 class TaxCalculator(Tool):
     """Compute the salary left after income tax.
 
-    Checker fix (``check_v2``): the original checker reads
+    Checker fix (the corrected rule): the original checker reads
     ``output['salary_after_tax']`` of both envelopes, so a failed call on
     either side (output ``None``) makes it raise TypeError, which crashed the
     original evaluator. The v2 rule compares the salary, the whole output and
@@ -65,6 +73,8 @@ class TaxCalculator(Tool):
     """
 
     name = "TaxCalculator"
+    domain = "finance"
+    toolset = LEVEL3
     description = "Compute how much of a salary is left after income tax."
     input_parameters = {"salary": Param("float", "The salary before tax.")}
     output_parameters = {"salary_after_tax": Param("float", "The salary after tax.")}
@@ -81,7 +91,8 @@ class TaxCalculator(Tool):
             and pred["exception"] == gold["exception"]
         )
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         require_same_api(pred, gold)
         return (
             pred["input"]["salary"] == gold["input"]["salary"]
@@ -89,5 +100,3 @@ class TaxCalculator(Tool):
             and pred["exception"] == gold["exception"]
         )
 
-
-TOOLS = (GetOccupationSalary, TaxCalculator)

@@ -24,12 +24,24 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import NUM, STR, DictOf, ListOf, Record
+from apibank_lib.tools.base import LEVEL3, Tool
 from apibank_lib.tools.common import same_envelope
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["Geocoding", "GetWeatherForCoordinates", "NearbyRestaurants", "ClothingRecommendation", "recommend_clothing"]
+
+_LV3_GEOCODING_SHAPE = DictOf(Record({"latitude": NUM, "longitude": NUM}))
+"""Record shape of the ``Lv3Geocoding`` database."""
+
+_LV3_WEATHER_SHAPE = ListOf(
+            Record({"latitude": NUM, "longitude": NUM, "temperature": NUM, "humidity": NUM, "description": STR})
+        )
+"""Record shape of the ``Lv3Weather`` database."""
+
+_LV3_RESTAURANTS_SHAPE = ListOf(Record({"coordinates": ListOf(NUM), "name": STR}))
+"""Record shape of the ``Lv3Restaurants`` database."""
 
 _LATITUDE = Param("float", "Latitude in degrees (north of the equator).")
 _LONGITUDE = Param("float", "Longitude in degrees (east of Greenwich).")
@@ -39,6 +51,8 @@ class Geocoding(Tool):
     """Turn a place name into coordinates."""
 
     name = "Geocoding"
+    domain = "travel"
+    toolset = LEVEL3
     description = "Find the latitude and longitude of a place, given its name or address."
     input_parameters = {"address": Param("str", "The place name or address, e.g. a city name.")}
     output_parameters = {
@@ -46,6 +60,7 @@ class Geocoding(Tool):
         "longitude": Param("float", "Longitude in degrees."),
     }
     database_name = "Lv3Geocoding"
+    database_shape = _LV3_GEOCODING_SHAPE
     read_only = True
 
     def run(self, address: Any) -> Any:
@@ -61,6 +76,8 @@ class GetWeatherForCoordinates(Tool):
     """Report the current weather at exact coordinates."""
 
     name = "GetWeatherForCoordinates"
+    domain = "travel"
+    toolset = LEVEL3
     description = "Get the current temperature, humidity and weather description at a latitude and longitude."
     input_parameters = {"latitude": _LATITUDE, "longitude": _LONGITUDE}
     output_parameters = {
@@ -69,6 +86,7 @@ class GetWeatherForCoordinates(Tool):
         "description": Param("str", "A short description of the weather."),
     }
     database_name = "Lv3Weather"
+    database_shape = _LV3_WEATHER_SHAPE
     read_only = True
 
     def run(self, latitude: Any, longitude: Any) -> Any:
@@ -91,6 +109,8 @@ class NearbyRestaurants(Tool):
     """List restaurants near a point (the recorded list, whatever the point)."""
 
     name = "NearbyRestaurants"
+    domain = "travel"
+    toolset = LEVEL3
     description = "List restaurants within a distance (in metres) of a latitude and longitude."
     input_parameters = {
         "latitude": _LATITUDE,
@@ -99,6 +119,7 @@ class NearbyRestaurants(Tool):
     }
     output_parameters = {"restaurants": Param("list", "Restaurants with their coordinates and names.")}
     database_name = "Lv3Restaurants"
+    database_shape = _LV3_RESTAURANTS_SHAPE
     read_only = True
 
     def run(self, latitude: Any, longitude: Any, distance: Any) -> Any:
@@ -133,6 +154,8 @@ class ClothingRecommendation(Tool):
     """Suggest clothing for a temperature, humidity and weather description."""
 
     name = "ClothingRecommendation"
+    domain = "travel"
+    toolset = LEVEL3
     description = "Suggest what to wear for a given temperature, humidity and weather condition."
     input_parameters = {
         "temperature": Param("float", "Air temperature in degrees Celsius."),
@@ -148,5 +171,3 @@ class ClothingRecommendation(Tool):
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
 
-
-TOOLS = (Geocoding, GetWeatherForCoordinates, NearbyRestaurants, ClothingRecommendation)

@@ -15,11 +15,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import STR, DictOf, ListOf
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import LEVEL3, Tool
 from apibank_lib.tools.level3.checks import same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["UserMoviePreferences", "UserWatchedMovies", "MovieRecommendations"]
+
+_LV3_MOVIE_GENRES_SHAPE = DictOf(ListOf(STR))
+"""Record shape of the ``Lv3MovieGenres`` database."""
+
+_LV3_WATCHED_MOVIES_SHAPE = DictOf(ListOf(STR))
+"""Record shape of the ``Lv3WatchedMovies`` database."""
+
+_LV3_MOVIE_PREFERENCES_SHAPE = DictOf(ListOf(STR))
+"""Record shape of the ``Lv3MoviePreferences`` database."""
 
 _USER_NAME = Param("str", "The user's account name.")
 
@@ -28,10 +39,13 @@ class UserMoviePreferences(Tool):
     """List the genres a user likes."""
 
     name = "UserMoviePreferences"
+    domain = "entertainment"
+    toolset = LEVEL3
     description = "List the movie genres a user prefers."
     input_parameters = {"user_name": _USER_NAME}
     output_parameters = {"preferences": Param("list", "The user's preferred genres.")}
     database_name = "Lv3MoviePreferences"
+    database_shape = _LV3_MOVIE_PREFERENCES_SHAPE
     read_only = True
 
     def run(self, user_name: Any) -> Any:
@@ -46,15 +60,18 @@ class UserWatchedMovies(Tool):
     """List the movies a user has watched."""
 
     name = "UserWatchedMovies"
+    domain = "entertainment"
+    toolset = LEVEL3
     description = "List the movies a user has already watched."
     input_parameters = {"user_name": _USER_NAME}
     output_parameters = {"watched_movies": Param("list", "Titles of the movies the user has watched.")}
     database_name = "Lv3WatchedMovies"
+    database_shape = _LV3_WATCHED_MOVIES_SHAPE
     read_only = True
 
     def run(self, user_name: Any) -> Any:
         if user_name not in self.db:
-            raise Exception("User not found.")
+            raise ToolFailure("User not found.")
         # The bare list, not wrapped in {watched_movies}, as in the original.
         return list(self.db[user_name])
 
@@ -66,10 +83,13 @@ class MovieRecommendations(Tool):
     """Recommend movies for a list of genres."""
 
     name = "MovieRecommendations"
+    domain = "entertainment"
+    toolset = LEVEL3
     description = "Recommend movies for a list of genres, e.g. ['Comedy', 'Mystery']."
     input_parameters = {"preferences": Param("list", "The genres to recommend movies from.")}
     output_parameters = {"recommended_movies": Param("list", "Titles of the recommended movies.")}
     database_name = "Lv3MovieGenres"
+    database_shape = _LV3_MOVIE_GENRES_SHAPE
     read_only = True
 
     def run(self, preferences: Any) -> Any:
@@ -83,5 +103,3 @@ class MovieRecommendations(Tool):
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
 
-
-TOOLS = (UserMoviePreferences, UserWatchedMovies, MovieRecommendations)

@@ -13,21 +13,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import INT, STR, DictOf, IntKeyed, ListOf
+from apibank_lib.errors import ToolFailure
+from apibank_lib.tools.base import LEVEL3, Tool
 from apibank_lib.tools.level3.checks import same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["UserPosts", "LikeCount", "OrganizationMembers"]
+
+_LV3_LIKES_SHAPE = IntKeyed(INT)
+"""Record shape of the ``Lv3Likes`` database."""
+
+_LV3_ORGANIZATIONS_SHAPE = DictOf(ListOf(STR))
+"""Record shape of the ``Lv3Organizations`` database."""
+
+_LV3_USER_POSTS_SHAPE = IntKeyed(ListOf(INT))
+"""Record shape of the ``Lv3UserPosts`` database."""
 
 
 class UserPosts(Tool):
     """List the ids of a user's posts."""
 
     name = "UserPosts"
+    domain = "social"
+    toolset = LEVEL3
     description = "List the ids of the posts a social-media user has published, given the user's id."
     input_parameters = {"user_id": Param("int", "The user's numeric id.")}
     output_parameters = {"post_ids": Param("list", "The ids of the user's posts.")}
     database_name = "Lv3UserPosts"
+    database_shape = _LV3_USER_POSTS_SHAPE
     read_only = True
 
     def run(self, user_id: Any) -> Any:
@@ -45,16 +59,19 @@ class LikeCount(Tool):
     """Report how many likes a post has."""
 
     name = "LikeCount"
+    domain = "social"
+    toolset = LEVEL3
     description = "Get the number of likes of a social-media post, given the post's id."
     input_parameters = {"post_id": Param("int", "The post's numeric id.")}
     output_parameters = {"like_count": Param("int", "The number of likes.")}
     database_name = "Lv3Likes"
+    database_shape = _LV3_LIKES_SHAPE
     read_only = True
 
     def run(self, post_id: Any) -> Any:
         likes = self.db.get(str(post_id))
         if likes is None:
-            raise Exception(f"Post with ID {post_id} does not exist.")
+            raise ToolFailure(f"Post with ID {post_id} does not exist.")
         return {"like_count": likes}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -65,10 +82,13 @@ class OrganizationMembers(Tool):
     """List the members of an organisation."""
 
     name = "OrganizationMembers"
+    domain = "social"
+    toolset = LEVEL3
     description = "List the members of an organisation, such as a company or a club."
     input_parameters = {"organization": Param("str", "The organisation's name.")}
     output_parameters = {"members": Param("list", "The members' full names.")}
     database_name = "Lv3Organizations"
+    database_shape = _LV3_ORGANIZATIONS_SHAPE
     read_only = True
 
     def run(self, organization: Any) -> Any:
@@ -78,5 +98,3 @@ class OrganizationMembers(Tool):
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
 
-
-TOOLS = (UserPosts, LikeCount, OrganizationMembers)

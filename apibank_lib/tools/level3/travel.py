@@ -24,18 +24,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from apibank_lib.tools.base import Tool
+from apibank_lib.shapes import STR, DictOf, ListOf, Record
+from apibank_lib.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
 from apibank_lib.tools.common import DT, D, strptime_check
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["FlightSearch", "HotelAvailability", "TravelStatus"]
 
+_LV3_FLIGHTS_SHAPE = ListOf(Record({"source": STR, "destination": STR, "departure_date": STR, "arrival_date": STR}))
+"""Record shape of the ``Lv3Flights`` database."""
+
+_LV3_HOTELS_SHAPE = DictOf(Record({"destination": STR, "check_in_date": STR, "check_out_date": STR}))
+"""Record shape of the ``Lv3Hotels`` database."""
+
+_LV3_TRAVEL_STATUS_SHAPE = DictOf(STR)
+"""Record shape of the ``Lv3TravelStatus`` database."""
+
 
 class FlightSearch(Tool):
     """Find the flights on a route that depart on a given day."""
 
     name = "FlightSearch"
+    domain = "travel"
+    toolset = LEVEL3
     description = "Find flights from one city to another that depart on a given date (%Y-%m-%d)."
     input_parameters = {
         "source": Param("str", "The city to fly from."),
@@ -44,6 +56,7 @@ class FlightSearch(Tool):
     }
     output_parameters = {"flights": Param("list", "The matching flights with departure and arrival times.")}
     database_name = "Lv3Flights"
+    database_shape = _LV3_FLIGHTS_SHAPE
     state_is_outcome = False  # which records were returned is quirk bookkeeping, not an outcome
 
     def __init__(self, db: Any = None, env: Any = None) -> None:
@@ -88,13 +101,15 @@ def _window(hotel: dict[str, Any]) -> tuple[datetime, datetime]:
 class HotelAvailability(Tool):
     """List the hotels at a destination that have rooms for the whole requested stay.
 
-    Checker fix (``check_v2``): the original checker reads ``output['hotels']``
+    Checker fix (the corrected rule): the original checker reads ``output['hotels']``
     of both envelopes, so a failed call on either side (output ``None``) makes
     it raise TypeError, which crashed the original evaluator; and it never
     compares exceptions. The v2 rule compares the whole envelope instead.
     """
 
     name = "HotelAvailability"
+    domain = "travel"
+    toolset = LEVEL3
     description = "List the hotels in a city that have rooms from a check-in date to a check-out date (%Y-%m-%d)."
     input_parameters = {
         "destination": Param("str", "The city to stay in."),
@@ -103,6 +118,7 @@ class HotelAvailability(Tool):
     }
     output_parameters = {"hotels": Param("list", "The available hotels with the dates they have rooms.")}
     database_name = "Lv3Hotels"
+    database_shape = _LV3_HOTELS_SHAPE
     state_is_outcome = False  # which records were returned is quirk bookkeeping, not an outcome
 
     def __init__(self, db: Any = None, env: Any = None) -> None:
@@ -142,7 +158,8 @@ class HotelAvailability(Tool):
             pred["output"]["hotels"] == gold["output"]["hotels"]
         )
 
-    def check_v2(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
+    @checker_rule(CORRECTED)
+    def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
 
 
@@ -150,10 +167,13 @@ class TravelStatus(Tool):
     """Tell whether a person is travelling or where they are working today."""
 
     name = "TravelStatus"
+    domain = "travel"
+    toolset = LEVEL3
     description = "Tell whether a person is travelling today or where they are working."
     input_parameters = {"member_name": Param("str", "The person's full name.")}
     output_parameters = {"status": Param("str", "The person's current status.")}
     database_name = "Lv3TravelStatus"
+    database_shape = _LV3_TRAVEL_STATUS_SHAPE
     read_only = True
 
     def run(self, member_name: Any) -> Any:
@@ -163,5 +183,3 @@ class TravelStatus(Tool):
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
 
-
-TOOLS = (FlightSearch, HotelAvailability, TravelStatus)

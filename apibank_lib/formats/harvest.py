@@ -1,4 +1,26 @@
-"""Build the level-3 databases from the gold steps of an official API-Bank release.
+"""Harvesters: databases rebuilt from an official release's own gold results.
+
+What the original fetched from the web, or hard-coded inside its tool classes,
+is not part of a release's data files. Rather than copying it, both are
+rebuilt from the gold records the release ships, so that replaying the gold
+reproduces its recorded results:
+
+* :func:`harvest_recordings`: the ``Dictionary`` and ``Translate`` recordings
+  (levels 1-2).
+* :func:`harvest_level3_tables`: the 16 level-3 tables.
+
+## Recordings (levels 1-2)
+
+Recordings of the two online services, harvested from an official release's gold results.
+
+Dictionary and Translate called live web services in the original, so their gold
+outputs are whatever those services answered on the day. Here both tools answer
+from recordings (the ``Dictionary`` and ``Translate`` databases). For an
+official release, :func:`harvest_recordings` builds those databases from the
+release's own gold API records, so each recorded call is answered exactly as
+recorded and everything else fails with a clear "not available offline" message.
+
+## Level-3 tables
 
 The original level-3 tools hard-code their data; an official release ships it
 only inside the classes. We never copy those sources: instead every table is
@@ -52,10 +74,73 @@ from typing import Any
 from apibank_lib.calls import parse_literal
 from apibank_lib.databases import validate_database
 from apibank_lib.errors import DataError, ParseError
-from apibank_lib.tools.level3.catalog import LEVEL3_DATABASE_NAMES
-from apibank_lib.types import Level3Item
+from apibank_lib.tools.base import LEVEL3
+from apibank_lib.tools.knowledge import normalise_keyword, resolve_language
+from apibank_lib.tools.registry import tool_classes
+from apibank_lib.types import ApiRecord, Dialogue, Level3Item
 
-__all__ = ["harvest_level3_tables"]
+__all__ = ["harvest_recordings", "harvest_level3_tables"]
+
+
+# --- recordings of online services (levels 1-2) ------------------------------------------------------
+
+
+def _arguments(record: ApiRecord) -> dict[str, Any]:
+    """The arguments the tool received (the result's echo), else the written ones."""
+    echoed = record.result.get("input")
+    return echoed if isinstance(echoed, dict) else dict(record.args)
+
+
+def _succeeded(record: ApiRecord) -> bool:
+    return record.result.get("exception") is None and record.result.get("output") is not None
+
+
+def _translation_key(args: dict[str, Any]) -> tuple[str, str] | None:
+    """(text, resolved target code), or None when the record cannot be keyed."""
+    src, target = args.get("src"), args.get("tgt_lang")
+    if not isinstance(src, str) or not (target is None or isinstance(target, str)):
+        return None
+    try:
+        return src, resolve_language(target)
+    except Exception:  # noqa: BLE001 - an unsupported language has nothing to record
+        return None
+
+
+def harvest_recordings(dialogues: Iterable[Dialogue]) -> dict[str, Any]:
+    """Build the ``Dictionary`` and ``Translate`` databases from gold API records.
+
+    Only successful records (no exception, an output) are used. Keys are
+    normalised as the tools normalise them (the Dictionary keyword; Translate's
+    resolved target language), and when two records share a key the first one,
+    in the order given, wins.
+
+    Args:
+        dialogues: level-1/2 dialogues, in a stable order (e.g. sorted by id).
+
+    Returns:
+        ``{"Dictionary": {keyword: meanings}, "Translate": [{src, tgt, output}]}``,
+        keywords sorted, translations sorted by (src, tgt).
+    """
+    meanings: dict[str, list[Any]] = {}
+    translations: dict[tuple[str, str], str] = {}
+    for dialogue in dialogues:
+        for turn in dialogue.api_turns:
+            if not _succeeded(turn):
+                continue
+            args, output = _arguments(turn), turn.result["output"]
+            if turn.api_name == "Dictionary" and isinstance(args.get("keyword"), str) and isinstance(output, list):
+                meanings.setdefault(normalise_keyword(args["keyword"]), output)
+            elif turn.api_name == "Translate" and isinstance(output, str):
+                key = _translation_key(args)
+                if key is not None:
+                    translations.setdefault(key, output)
+    return {
+        "Dictionary": {k: meanings[k] for k in sorted(meanings)},
+        "Translate": [{"src": s, "tgt": t, "output": translations[(s, t)]} for s, t in sorted(translations)],
+    }
+
+
+# --- level-3 tables ------------------------------------------------------------------------------------
 
 Tables = dict[str, Any]
 Harvester = Callable[[Tables, dict[str, Any], Any], None]
@@ -189,20 +274,21 @@ def harvest_level3_tables(items: Iterable[Level3Item]) -> dict[str, Any]:
 
     Returns:
         Database name -> table, for all 16 level-3 databases (empty where the
-        gold says nothing), each valid for ``apibank_lib.databases``.
+        gold says nothing), each valid for the shapes its tools declare.
 
     Raises:
         DataError: a successful gold step whose output lacks what its API
             returns, naming the item and step.
     """
-    tables: Tables = {name: [] if name in _LIST_TABLES else {} for name in LEVEL3_DATABASE_NAMES}
+    names = sorted({cls.database_name for cls in tool_classes(LEVEL3) if cls.database_name is not None})
+    tables: Tables = {name: [] if name in _LIST_TABLES else {} for name in names}
     for item in items:
         for index, step in enumerate(item.steps):
             harvester = _HARVESTERS.get(step.api_name)
-            envelope = step.output if isinstance(step.output, dict) else {}
+            envelope = step.result if isinstance(step.result, dict) else {}
             if harvester is None or envelope.get("exception") is not None or envelope.get("output") is None:
                 continue
-            args = envelope.get("input") if isinstance(envelope.get("input"), dict) else step.input
+            args = envelope.get("input") if isinstance(envelope.get("input"), dict) else step.args
             try:
                 harvester(tables, args, envelope["output"])
             except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -1,0 +1,535 @@
+"""Run folders: what a run asked for, what the model answered, how it was judged.
+
+A run is a folder, written append-only so that an interrupted run resumes where
+it stopped and scoring can be redone without querying a model again::
+
+    config.json        RunInfo: the settings, the run's identity, the backend, the data
+    predictions.jsonl  one PredictionRecord per line, appended and flushed as answered
+    summary.json       what the last invocation of the runner did
+    judgments.jsonl    one JudgmentRecord per line (written by scoring)
+    metrics.json       the aggregated metrics, with coverage (written by scoring)
+
+:class:`RunConfig` (the settings) and :func:`plan` (which samples and episodes
+the settings ask for, in dataset order) live here too, so that scoring can
+tell a partial run from a complete one without importing the runner.
+``RunFolder(path).to_frame()`` gives the judgments as a pandas DataFrame.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import IO, Any
+
+from apibank_lib.datasets import Benchmark
+from apibank_lib.errors import ConfigError, DataError
+from apibank_lib.protocols import get_protocol
+from apibank_lib.types import Episode, Sample
+
+__all__ = [
+    "RunConfig",
+    "RunInfo",
+    "EpisodeStep",
+    "PredictionRecord",
+    "JudgmentRecord",
+    "Predictions",
+    "RunFolder",
+    "plan",
+    "default_runs_dir",
+]
+
+LEVEL3_MODES = ("steps", "loop", "both")
+
+
+def default_runs_dir() -> Path:
+    """Where run folders go by default: ``$APIBANK_RUNS``, else ``runs/`` in the working directory."""
+    env = os.environ.get("APIBANK_RUNS")
+    return Path(env) if env else Path.cwd() / "runs"
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a run (command-line flags and notebook parameters end up here).
+
+    Attributes:
+        model: backend spec, e.g. ``llamacpp:gemma-3-270m``, ``openai:<model>@<url>`` or ``oracle``.
+        levels: which levels to run.
+        protocol: the grading protocol's name (``v2`` or ``paper``): prompts and scoring.
+        data: benchmark root; None for the bundled one.
+        limit: at most this many samples (or level-3 episodes) per level; None for all.
+        out: the run folder; default ``<runs dir>/<model>-<protocol>-<hash of the identity>``.
+        concurrency: parallel requests (backends that allow it).
+        seed: recorded, and passed to backends that sample.
+        shots: worked examples prepended to each prompt (0 = the paper's setting).
+        max_tokens: generation budget per request.
+        tasks: ``api`` and/or ``response`` samples.
+        level3: ``steps`` (teacher-forced samples), ``loop`` (agent episodes) or ``both``.
+        max_steps: agent-loop step limit.
+        native_tools: ask the backend for native tool calls.
+        retry_failed: re-run samples whose backend call failed before.
+        backend_options: keyword options for the backend (checked against it before the run).
+    """
+
+    model: str
+    levels: tuple[int, ...] = (1, 2, 3)
+    protocol: str = "v2"
+    data: str | None = None
+    limit: int | None = None
+    out: str | None = None
+    concurrency: int = 1
+    seed: int = 0
+    shots: int = 0
+    max_tokens: int = 128
+    tasks: tuple[str, ...] = ("api", "response")
+    level3: str = "steps"
+    max_steps: int = 12
+    native_tools: bool = False
+    retry_failed: bool = False
+    backend_options: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Raise ConfigError on an impossible setting."""
+        if not self.model:
+            raise ConfigError("a model is required, e.g. --model llamacpp:gemma-3-270m")
+        get_protocol(self.protocol)
+        if not self.levels or any(lv not in (1, 2, 3) for lv in self.levels):
+            raise ConfigError(f"levels must be among 1, 2, 3, got {self.levels}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError("limit must be at least 1")
+        if self.concurrency < 1:
+            raise ConfigError("concurrency must be at least 1")
+        if self.level3 not in LEVEL3_MODES:
+            raise ConfigError(f"level3 must be one of {', '.join(LEVEL3_MODES)}, not {self.level3!r}")
+        if not self.tasks or any(t not in ("api", "response") for t in self.tasks):
+            raise ConfigError("tasks must be among api and response")
+        if self.max_tokens < 1 or self.max_steps < 1:
+            raise ConfigError("max_tokens and max_steps must be positive")
+        if self.shots not in (0, 1):
+            raise ConfigError("shots must be 0 or 1")
+
+    def identity(self, data_fingerprint: str, backend_identity: dict[str, Any], prompt_mode: str) -> dict[str, Any]:
+        """What makes two runs the same run: everything that changes an answer, nothing else.
+
+        The model (as its backend states it, without server address or port),
+        the prompt mode, the protocol, decoding and prompt settings, and the
+        data. Levels, limit and tasks may grow on resume; concurrency, timeouts
+        and retries never change an answer.
+        """
+        return {
+            "model": backend_identity,
+            "prompt_mode": prompt_mode,
+            "protocol": self.protocol,
+            "data_fingerprint": data_fingerprint,
+            "shots": self.shots,
+            "max_tokens": self.max_tokens,
+            "max_steps": self.max_steps,
+            "seed": self.seed,
+        }
+
+
+@dataclass
+class RunInfo:
+    """The content of a run's ``config.json``.
+
+    Attributes:
+        identity: see :meth:`RunConfig.identity`.
+        config: the full settings of the last invocation (``RunConfig`` as a dict).
+        backend: what the backend reports about itself (never secrets).
+        data: the data root the run used.
+        official_release: whether that root is an official release.
+        code_version: the package version and git commit.
+    """
+
+    identity: dict[str, Any]
+    config: dict[str, Any]
+    backend: dict[str, Any]
+    data: str
+    official_release: bool
+    code_version: str
+
+    @property
+    def protocol(self) -> str:
+        """The protocol's name."""
+        return str(self.identity["protocol"])
+
+    @property
+    def model(self) -> str:
+        """The model spec the run was started with."""
+        return str(self.config.get("model", ""))
+
+    def run_config(self) -> RunConfig:
+        """The settings as a :class:`RunConfig`."""
+        known = {f.name for f in fields(RunConfig)}
+        cfg = {k: v for k, v in self.config.items() if k in known}
+        for key in ("levels", "tasks"):
+            if key in cfg:
+                cfg[key] = tuple(cfg[key])
+        return RunConfig(**cfg)
+
+
+@dataclass
+class EpisodeStep:
+    """One step of an agent episode: what the model wrote, the call executed and its result (or why not)."""
+
+    output: str
+    call: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass
+class PredictionRecord:
+    """One answered sample or episode (one line of ``predictions.jsonl``); one shape for every kind.
+
+    Attributes:
+        key: the sample's key (``L1/api/<dialogue>/<id>``, ``L3/episode/<item>``).
+        level, kind, dialogue_id, sample_id, duplicate: which sample.
+        output: the generated text (the final answer of an episode).
+        tool_calls: calls returned through native tool calling, in our call syntax.
+        prompt_sha: a hash of the prompt text (identical prompts get the same answer).
+        prompt_tokens, completion_tokens, latency_s, attempts: usage, when known.
+        error: why the backend gave no answer (the sample then counts as wrong).
+        reused: the answer of an identical earlier prompt was reused.
+        steps: an episode's steps.
+        stopped: why an episode ended (``answered`` or ``step limit``).
+    """
+
+    key: str
+    level: int
+    kind: str
+    dialogue_id: str
+    sample_id: int
+    duplicate: bool = False
+    output: str | None = None
+    tool_calls: list[str] = field(default_factory=list)
+    prompt_sha: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    attempts: int | None = None
+    error: str | None = None
+    reused: bool = False
+    steps: list[EpisodeStep] = field(default_factory=list)
+    stopped: str | None = None
+
+    @classmethod
+    def for_item(cls, item: Sample | Episode, **values: Any) -> PredictionRecord:
+        """A record identifying ``item``, with the other fields given."""
+        return cls(item.key, item.level, item.kind, item.dialogue_id, item.sample_id, item.duplicate, **values)
+
+    @property
+    def failed(self) -> bool:
+        """The backend gave no answer."""
+        return self.error is not None
+
+    def text(self) -> str:
+        """The text to judge: the first native tool call when there was one, else the generated text."""
+        if self.error is not None:
+            return ""
+        return self.tool_calls[0] if self.tool_calls else (self.output or "")
+
+    def executed_calls(self) -> list[str]:
+        """The calls an episode executed, in order."""
+        return [st.call for st in self.steps if st.call]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON line."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PredictionRecord:
+        """Read a JSON line (unknown keys are ignored, so older files still load)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in d.items() if k in known}
+        values["steps"] = [EpisodeStep(**{k: v for k, v in st.items() if k in ("output", "call", "result", "error")}) for st in d.get("steps") or []]
+        return cls(**values)
+
+
+@dataclass
+class JudgmentRecord:
+    """The verdict on one prediction (one line of ``judgments.jsonl``); one shape for every kind.
+
+    Attributes:
+        key, level, kind, dialogue_id, sample_id, duplicate: which sample.
+        gold_api: the gold API (API-call samples).
+        correct: the verdict (API-call samples and episodes; None for replies).
+        category: the error category, ours (None when correct).
+        paper_category: the same mapped onto the paper's seven categories.
+        reason: why it is wrong, in words.
+        call: the parsed call as it ran, in our call syntax.
+        result: the executed call's result envelope.
+        notes: anything else worth knowing (e.g. a failed state replay).
+        rouge_l: the reply's ROUGE-L (response samples).
+        backend_error: the backend's error when it gave no answer.
+        required_calls, matched_calls, same_end_state, calls_made, tool_errors: episodes.
+    """
+
+    key: str
+    level: int
+    kind: str
+    dialogue_id: str
+    sample_id: int
+    duplicate: bool = False
+    gold_api: str | None = None
+    correct: bool | None = None
+    category: str | None = None
+    paper_category: str | None = None
+    reason: str | None = None
+    call: str | None = None
+    result: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    rouge_l: float | None = None
+    backend_error: str | None = None
+    required_calls: int | None = None
+    matched_calls: int | None = None
+    same_end_state: bool | None = None
+    calls_made: int | None = None
+    tool_errors: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON line."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JudgmentRecord:
+        """Read a JSON line (unknown keys are ignored)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass
+class Predictions:
+    """What a predictions file holds: the last record per key, and the lines that could not be read.
+
+    Attributes:
+        records: sample key -> its last record.
+        dropped: ``"line N: why"`` for every line left out (a line cut by a crash, a broken line).
+    """
+
+    records: dict[str, PredictionRecord]
+    dropped: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.records
+
+    def get(self, key: str) -> PredictionRecord | None:
+        """The record of a sample, or None."""
+        return self.records.get(key)
+
+
+def plan(bench: Benchmark, config: RunConfig) -> list[Sample | Episode]:
+    """Every sample and episode the config asks for, in dataset order.
+
+    Per level: the first ``limit`` samples of the asked tasks; at level 3, with
+    ``level3`` set to ``loop`` or ``both``, the first ``limit`` episodes first.
+    """
+    items: list[Sample | Episode] = []
+    for level in config.levels:
+        if level == 3 and config.level3 in ("loop", "both"):
+            items += bench.episodes()[: config.limit]
+            if config.level3 == "loop":
+                continue
+        samples = [s for s in bench.samples(level) if s.kind in config.tasks]
+        items += samples[: config.limit]
+    return items
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class RunFolder:
+    """A run folder on disk (it need not exist yet).
+
+    Args:
+        path: the folder.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    # --- files -----------------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        """``config.json``."""
+        return self.path / "config.json"
+
+    @property
+    def predictions_path(self) -> Path:
+        """``predictions.jsonl``."""
+        return self.path / "predictions.jsonl"
+
+    @property
+    def judgments_path(self) -> Path:
+        """``judgments.jsonl``."""
+        return self.path / "judgments.jsonl"
+
+    @property
+    def metrics_path(self) -> Path:
+        """``metrics.json``."""
+        return self.path / "metrics.json"
+
+    @property
+    def summary_path(self) -> Path:
+        """``summary.json``."""
+        return self.path / "summary.json"
+
+    def exists(self) -> bool:
+        """Whether the folder holds a run (a ``config.json``)."""
+        return self.config_path.is_file()
+
+    # --- config ----------------------------------------------------------------------------------
+
+    def read_info(self) -> RunInfo:
+        """The run's ``config.json``.
+
+        Raises:
+            ConfigError: the folder holds no run.
+            DataError: the file is not a run config.
+        """
+        if not self.exists():
+            raise ConfigError(f"{self.path} is not a run folder (it has no config.json)")
+        try:
+            raw = json.loads(self.config_path.read_text(encoding="utf-8"))
+            return RunInfo(**{f.name: raw[f.name] for f in fields(RunInfo)})
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DataError(f"not a run config of this version ({type(exc).__name__}: {exc})", self.config_path) from exc
+
+    def write_info(self, info: RunInfo) -> None:
+        """Write ``config.json`` (creating the folder)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _write_json(self.config_path, asdict(info))
+
+    # --- predictions -----------------------------------------------------------------------------
+
+    def read_predictions(self, *, repair: bool = False) -> Predictions:
+        """The last record per sample key, and the lines that could not be read.
+
+        A last line without its newline (a crash mid-write) is left out; with
+        ``repair`` it is also cut from the file so appending can continue safely.
+        A broken line elsewhere is left out and reported, never fatal.
+        """
+        path = self.predictions_path
+        if not path.is_file():
+            return Predictions({})
+        raw = path.read_bytes()
+        dropped: list[str] = []
+        if raw and not raw.endswith(b"\n"):
+            cut = raw.rfind(b"\n") + 1
+            last_line = raw[:cut].count(b"\n") + 1
+            dropped.append(f"line {last_line}: cut off before its end (an interrupted write)")
+            raw = raw[:cut]
+            if repair:
+                with path.open("r+b") as f:
+                    f.truncate(cut)
+        records: dict[str, PredictionRecord] = {}
+        for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = PredictionRecord.from_dict(json.loads(line))
+            except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+                dropped.append(f"line {number}: not a prediction record ({type(exc).__name__}: {exc})")
+                continue
+            records[rec.key] = rec
+        return Predictions(records, dropped)
+
+    @contextmanager
+    def prediction_writer(self) -> Iterator[PredictionWriter]:
+        """Append records to ``predictions.jsonl``, each flushed as soon as it is written."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with self.predictions_path.open("a", encoding="utf-8") as f:
+            yield PredictionWriter(f)
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """Write ``summary.json``."""
+        _write_json(self.summary_path, summary)
+
+    # --- judgments and metrics ---------------------------------------------------------------------
+
+    def write_judgments(self, records: list[JudgmentRecord]) -> None:
+        """Write ``judgments.jsonl`` (replacing an earlier one)."""
+        tmp = self.judgments_path.with_suffix(".jsonl.tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            for rec in records:
+                f.write(json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n")
+        os.replace(tmp, self.judgments_path)
+
+    def read_judgments(self) -> list[JudgmentRecord]:
+        """The judgments, in the order scoring wrote them.
+
+        Raises:
+            ConfigError: the run has not been scored yet.
+        """
+        if not self.judgments_path.is_file():
+            raise ConfigError(f"{self.path} has not been scored yet: run `apibank score {self.path}` (or apibank_lib.score_run)")
+        out = []
+        for number, line in enumerate(self.judgments_path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    out.append(JudgmentRecord.from_dict(json.loads(line)))
+                except (json.JSONDecodeError, TypeError) as exc:
+                    raise DataError(f"not a judgment record ({exc})", self.judgments_path, number) from exc
+        return out
+
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
+        """Write ``metrics.json``."""
+        _write_json(self.metrics_path, metrics)
+
+    def read_metrics(self) -> dict[str, Any]:
+        """The metrics written by scoring.
+
+        Raises:
+            ConfigError: the run has not been scored yet.
+        """
+        if not self.metrics_path.is_file():
+            raise ConfigError(f"{self.path} has not been scored yet: run `apibank score {self.path}` (or apibank_lib.score_run)")
+        return json.loads(self.metrics_path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+    # --- tables ------------------------------------------------------------------------------------
+
+    def to_frame(self, what: str = "judgments") -> Any:
+        """The run as a pandas DataFrame, one row per sample or episode.
+
+        Args:
+            what: ``judgments`` (the verdicts; needs a scored run) or ``predictions``
+                (the answers, scored or not).
+        """
+        import pandas as pd
+
+        if what == "judgments":
+            rows = [r.to_dict() for r in self.read_judgments()]
+            columns = [f.name for f in fields(JudgmentRecord)]
+        elif what == "predictions":
+            rows = [r.to_dict() for r in self.read_predictions().records.values()]
+            columns = [f.name for f in fields(PredictionRecord)]
+        else:
+            raise ConfigError(f"to_frame shows 'judgments' or 'predictions', not {what!r}")
+        return pd.DataFrame(rows, columns=columns)
+
+
+class PredictionWriter:
+    """Appends prediction records to an open file, one flushed JSON line each."""
+
+    def __init__(self, file: IO[str]) -> None:
+        self._file = file
+        self.written = 0
+
+    def write(self, record: PredictionRecord) -> None:
+        """Append one record and flush it to the operating system."""
+        self._file.write(json.dumps(record.to_dict(), ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+        self.written += 1
