@@ -10,11 +10,18 @@ The public API a notebook needs, in one import::
     df = RunFolder("runs/<folder>").to_frame()   # the judgments of a scored run
 """
 
-from apibank_lib.version import __version__
-
 from apibank_lib.calls import format_call, parse_calls
 from apibank_lib.datasets import Benchmark, cut_samples, load_benchmark, statistics
-from apibank_lib.errors import ApibankError, BackendError, CallError, ConfigError, DataError, ParseError, ToolError, ToolFailure
+from apibank_lib.errors import (
+    ApibankError,
+    BackendError,
+    CallError,
+    ConfigError,
+    DataError,
+    ParseError,
+    ToolError,
+    ToolFailure,
+)
 from apibank_lib.grading import EpisodeJudgment, Grader, Judgment, replay
 from apibank_lib.prompts import Prompt, build_prompt, target_text
 from apibank_lib.protocols import PAPER, PROTOCOLS, V2, GradingProtocol, StatePolicy, get_protocol
@@ -23,7 +30,19 @@ from apibank_lib.runs import JudgmentRecord, PredictionRecord, RunConfig, RunFol
 from apibank_lib.sandbox import Sandbox
 from apibank_lib.scoring import score_run
 from apibank_lib.taxonomy import ErrorCategory
-from apibank_lib.types import ApiCall, ApiCallSample, ApiRecord, ApiResult, Context, Dialogue, Episode, Level3Item, ResponseSample, Utterance
+from apibank_lib.types import (
+    ApiCall,
+    ApiCallSample,
+    ApiRecord,
+    ApiResult,
+    Context,
+    Dialogue,
+    Episode,
+    Level3Item,
+    ResponseSample,
+    Utterance,
+)
+from apibank_lib.version import __version__
 
 __all__ = [
     "__version__",

@@ -342,7 +342,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``apibank`` command."""
-    from apibank_lib.protocols import PROTOCOLS
+    from apibank_lib.protocols import PROTOCOLS, V2
 
     protocols = list(PROTOCOLS)
     parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search, runs and grading.")
@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="judge every gold call as a prediction (the protocol's ceiling)")
     common(p)
-    p.add_argument("--protocol", choices=protocols, default="v2")
+    p.add_argument("--protocol", choices=protocols, default=V2.name)
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=None)
     p.add_argument("--verbose", action="store_true", help="list every failed sample (default: a summary per API)")
     p.set_defaults(func=cmd_replay)
@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("call")
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="which tool set and databases (1 and 2 share one)")
-    p.add_argument("--protocol", choices=protocols, default="v2", help="argument conversion rules")
+    p.add_argument("--protocol", choices=protocols, default=V2.name, help="argument conversion rules")
     p.set_defaults(func=cmd_call)
 
     p = sub.add_parser("apis", help="list the APIs of a level with their parameters")
@@ -400,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=int, choices=[1, 2, 3], action="append", help="repeat for several levels (default: all)")
     p.add_argument("--limit", type=int, default=None, help="at most N samples (level-3 episodes) per level")
     p.add_argument("--out", default=None, help="run folder (default: ./runs/<model>-<protocol>-<settings hash>, or under $APIBANK_RUNS)")
-    p.add_argument("--protocol", choices=protocols, default="v2")
+    p.add_argument("--protocol", choices=protocols, default=V2.name)
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (HTTP backends)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shots", type=int, choices=[0, 1], default=0, help="prepend one worked example (helps small base models)")

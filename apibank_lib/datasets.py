@@ -36,7 +36,16 @@ from apibank_lib.sandbox import Sandbox
 from apibank_lib.tools.base import LEVEL12
 from apibank_lib.tools.registry import domains, toolset_for_level
 from apibank_lib.tools.toolset import ToolSet
-from apibank_lib.types import ApiCallSample, ApiRecord, Dialogue, Episode, Level3Item, ResponseSample, Sample, ToolSchema
+from apibank_lib.types import (
+    ApiCallSample,
+    ApiRecord,
+    Dialogue,
+    Episode,
+    Level3Item,
+    ResponseSample,
+    Sample,
+    ToolSchema,
+)
 
 __all__ = [
     "Benchmark",

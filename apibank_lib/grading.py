@@ -16,7 +16,16 @@ from typing import Any
 
 from apibank_lib.calls import format_call, looks_like_call_attempt, parse_first_call
 from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import CallError, ConfigError, InvalidParameterError, MissingParameterError, ParameterTypeError, ParseError, ToolError, UnknownToolError
+from apibank_lib.errors import (
+    CallError,
+    ConfigError,
+    InvalidParameterError,
+    MissingParameterError,
+    ParameterTypeError,
+    ParseError,
+    ToolError,
+    UnknownToolError,
+)
 from apibank_lib.prompts import target_text
 from apibank_lib.protocols import V2, GradingProtocol, StatePolicy
 from apibank_lib.replies import score_reply

@@ -74,4 +74,4 @@ OFFICIAL_RELEASE_COUNTS: dict[str, dict[str, int]] = {
     "2": {"dialogues": 50, "gold_calls": 119, "api_call_samples": 135, "duplicate_api_samples": 16, "response_samples": 103, "user_turns": 116},
     "3": {"dialogues": 50, "gold_calls": 245, "api_call_samples": 245, "duplicate_api_samples": 0, "response_samples": 50, "user_turns": 50},
 }
-"""Counts of the official release computed with the original cutter (the spec, formats §3.1)."""
+"""Counts of the official release computed with the original cutter (duplicate samples included; "user_turns" counts user utterances)."""

@@ -32,15 +32,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.version import __version__
 from apibank_lib.backends.base import Backend, Completion, Request
 from apibank_lib.calls import format_call
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ApibankError, BackendError, ConfigError
 from apibank_lib.prompts import build_prompt
 from apibank_lib.protocols import GradingProtocol, get_protocol
-from apibank_lib.runs import EpisodeStep, PredictionRecord, PredictionWriter, RunConfig, RunFolder, RunInfo, default_runs_dir, plan
+from apibank_lib.runs import (
+    EpisodeStep,
+    PredictionRecord,
+    PredictionWriter,
+    RunConfig,
+    RunFolder,
+    RunInfo,
+    default_runs_dir,
+    plan,
+)
 from apibank_lib.types import ApiRecord, Episode, Sample
+from apibank_lib.version import __version__
 
 __all__ = ["RunResult", "RunStopped", "run", "open_run", "answer_all", "run_episode", "STOPS", "MAX_CONSECUTIVE_UNREACHABLE"]
 
@@ -332,12 +341,11 @@ def run(
         from apibank_lib.backends import load_backend
 
         backend = load_backend(config.model, **config.backend_options)
+    backend.preflight()  # a wrong address or a dead server stops here, before anything is written
     work = plan(bench, config)
     folder = open_run(config, bench, backend)
     existing = folder.read_predictions(repair=True).records
     todo = [x for x in work if x.key not in existing or (config.retry_failed and existing[x.key].failed)]
-    if todo:
-        backend.preflight()
     workers = config.concurrency if backend.concurrent else 1
     bar = None
     if progress and todo:

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError, DataError
-from apibank_lib.protocols import get_protocol
+from apibank_lib.protocols import V2, get_protocol
 from apibank_lib.types import Episode, Sample
 
 __all__ = [
@@ -76,7 +76,7 @@ class RunConfig:
 
     model: str
     levels: tuple[int, ...] = (1, 2, 3)
-    protocol: str = "v2"
+    protocol: str = V2.name
     data: str | None = None
     limit: int | None = None
     out: str | None = None
@@ -352,40 +352,21 @@ class RunFolder:
 
     Args:
         path: the folder.
+
+    Attributes:
+        config_path, predictions_path, judgments_path, metrics_path, summary_path: its files.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.config_path = self.path / "config.json"
+        self.predictions_path = self.path / "predictions.jsonl"
+        self.judgments_path = self.path / "judgments.jsonl"
+        self.metrics_path = self.path / "metrics.json"
+        self.summary_path = self.path / "summary.json"
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
-
-    # --- files -----------------------------------------------------------------------------------
-
-    @property
-    def config_path(self) -> Path:
-        """``config.json``."""
-        return self.path / "config.json"
-
-    @property
-    def predictions_path(self) -> Path:
-        """``predictions.jsonl``."""
-        return self.path / "predictions.jsonl"
-
-    @property
-    def judgments_path(self) -> Path:
-        """``judgments.jsonl``."""
-        return self.path / "judgments.jsonl"
-
-    @property
-    def metrics_path(self) -> Path:
-        """``metrics.json``."""
-        return self.path / "metrics.json"
-
-    @property
-    def summary_path(self) -> Path:
-        """``summary.json``."""
-        return self.path / "summary.json"
 
     def exists(self) -> bool:
         """Whether the folder holds a run (a ``config.json``)."""
@@ -427,10 +408,10 @@ class RunFolder:
             return Predictions({})
         raw = path.read_bytes()
         dropped: list[str] = []
+        cut_note: str | None = None
         if raw and not raw.endswith(b"\n"):
             cut = raw.rfind(b"\n") + 1
-            last_line = raw[:cut].count(b"\n") + 1
-            dropped.append(f"line {last_line}: cut off before its end (an interrupted write)")
+            cut_note = "line %d" % (raw[:cut].count(b"\n") + 1)
             raw = raw[:cut]
             if repair:
                 with path.open("r+b") as f:
@@ -445,6 +426,8 @@ class RunFolder:
                 dropped.append(f"line {number}: not a prediction record ({type(exc).__name__}: {exc})")
                 continue
             records[rec.key] = rec
+        if cut_note is not None:
+            dropped.append(f"{cut_note}: cut off before its end (an interrupted write)")
         return Predictions(records, dropped)
 
     @contextmanager

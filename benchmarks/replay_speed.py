@@ -19,9 +19,12 @@ from pathlib import Path
 
 from apibank_lib.databases import load_databases
 from apibank_lib.datasets import load_benchmark
-from apibank_lib.protocols import Grader, gold_call_text
+from apibank_lib.grading import Grader
+from apibank_lib.prompts import target_text
+from apibank_lib.protocols import V2
 from apibank_lib.sandbox import Sandbox
-from apibank_lib.tools.registry import LEVEL12_TOOLS
+from apibank_lib.tools.base import LEVEL12
+from apibank_lib.tools.registry import tool_classes
 from apibank_lib.tools.toolset import ToolSet
 
 TARGET_MS = 0.5
@@ -35,11 +38,11 @@ class RebuildEverySample(Grader):
         if (Path(self.bench.root) / "recordings").is_dir():
             dbs.update(load_databases(Path(self.bench.root) / "recordings"))
         dbs = copy.deepcopy(dbs)
-        return Sandbox(ToolSet("level-1-2", LEVEL12_TOOLS), dbs, conversion="v2")
+        return Sandbox(ToolSet(LEVEL12, tool_classes(LEVEL12)), dbs, conversion=V2.conversion)
 
 
 def time_samples(grader: Grader, samples: list, repeat: int) -> tuple[float, int]:
-    texts = [gold_call_text(s) for s in samples]
+    texts = [target_text(s) for s in samples]
     best = float("inf")
     correct = 0
     for _ in range(repeat):
@@ -56,9 +59,9 @@ def main() -> None:
     args = parser.parse_args()
     bench = load_benchmark(args.data)
     samples = [s for s in bench.samples(1, "api")]
-    ours = Grader(bench, "v2")
+    ours = Grader(bench, V2)
     ours_s, ours_ok = time_samples(ours, samples, args.repeat)
-    base = RebuildEverySample(bench, "v2")
+    base = RebuildEverySample(bench, V2)
     base_s, _ = time_samples(base, samples[: max(1, len(samples) // 4)], 1)
     base_per = base_s / max(1, len(samples) // 4)
     replayed = sum(1 for s in samples for t in s.history if t.role == "API")

@@ -25,7 +25,8 @@ from pathlib import Path
 from apibank_lib.backends.baselines import NoCallBackend
 from apibank_lib.backends.openai_compat import OpenAIBackend
 from apibank_lib.datasets import load_benchmark
-from apibank_lib.runner import RunConfig, run
+from apibank_lib.runner import run
+from apibank_lib.runs import RunConfig
 
 DELAY_S = 0.1
 

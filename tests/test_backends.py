@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +18,14 @@ import pytest
 from apibank_lib.backends import BackendError, Request, load_backend
 from apibank_lib.backends.llamacpp import packaged_gemma_path
 from apibank_lib.backends.openai_compat import OpenAIBackend, tool_json_schema
-from apibank_lib.datasets import Benchmark, load_benchmark
+from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.prompts import Prompt, build_prompt
 from apibank_lib.runner import run
 from apibank_lib.runs import RunConfig, RunFolder
 from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.types import ApiCall, Context
+from tests.helpers import CHAT_REPLY, JsonHandler, serve
 
 NO_CONTEXT = Context(1, "api", (), ())
 
@@ -38,10 +37,6 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
-
-@pytest.fixture(scope="module")
-def bench() -> Benchmark:
-    return load_benchmark()
 
 
 @pytest.fixture(scope="module")
@@ -117,37 +112,25 @@ def test_tool_schema_conversion() -> None:
 # --- retries, against a real HTTP stub on loopback -------------------------------------------------
 
 
-class _Flaky(http.server.BaseHTTPRequestHandler):
+class _Flaky(JsonHandler):
     plan: list[int] = []
     seen = 0
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         type(self).seen += 1
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.read_body()
         status = self.plan.pop(0) if self.plan else 200
         if status == 0:
             time.sleep(1.5)  # longer than the client timeout
             status = 200
-        body = {"choices": [{"message": {"content": "[GetToday()]"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
-        payload = json.dumps(body if status == 200 else {"error": "busy"}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(CHAT_REPLY if status == 200 else {"error": "busy"}, status)
 
 
 @pytest.fixture
 def flaky() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
     _Flaky.seen = 0
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
+    with serve(_Flaky) as base:
+        yield base
 
 
 def _req() -> Request:

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from apibank_lib.authoring import build
-from apibank_lib.datasets import Benchmark, load_benchmark, statistics
+from apibank_lib.datasets import Benchmark, statistics
 from apibank_lib.grading import replay
-from apibank_lib.protocols import PAPER, V2
+from apibank_lib.protocols import V2
 from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.validate import validate
-
-
-@pytest.fixture(scope="module")
-def bench() -> Benchmark:
-    return load_benchmark()
 
 
 def test_paper_sized(bench: Benchmark) -> None:

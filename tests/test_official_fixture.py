@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from apibank_lib.cli import main
-from apibank_lib.datasets import Benchmark, load_benchmark, statistics
+from apibank_lib.datasets import Benchmark, statistics
 from apibank_lib.grading import replay
 from apibank_lib.protocols import PAPER, V2
 
@@ -51,8 +51,8 @@ V2_FAILURES = {
 
 
 @pytest.fixture(scope="module")
-def bench() -> Benchmark:
-    return load_benchmark(ROOT)
+def bench(release: Benchmark) -> Benchmark:
+    return release
 
 
 def _failures(report: dict[str, Any]) -> set[tuple[str, str, int, str]]:

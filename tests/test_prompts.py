@@ -5,19 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from apibank_lib.datasets import Benchmark, load_benchmark
+from apibank_lib.datasets import Benchmark
 from apibank_lib.prompts import API_INSTRUCTION, build_prompt, describe_apis
 from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.types import Sample
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "official"
 
-
-@pytest.fixture(scope="module")
-def bench() -> Benchmark:
-    return load_benchmark()
 
 
 def _prompt(sample: Sample, **kw: int):  # noqa: ANN202
@@ -67,8 +61,7 @@ def test_one_shot_prepends_a_worked_example(bench: Benchmark) -> None:
     assert "[GetToday()]" not in _prompt(sample).messages[1]["content"]
 
 
-def test_the_release_strings_can_be_sent() -> None:
-    release = load_benchmark(FIXTURE)
+def test_the_release_strings_can_be_sent(release: Benchmark) -> None:
     assert set(release.test_data) == {"level-1-api", "level-1-response", "level-2-api", "level-2-response"}
     sample = release.samples(1, "api")[1]
     item = release.release_prompt(sample)

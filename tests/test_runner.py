@@ -9,18 +9,13 @@ import pytest
 
 from apibank_lib.backends.baselines import NoCallBackend
 from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.datasets import Benchmark, load_benchmark
+from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.protocols import PAPER
 from apibank_lib.replies import rouge_l
 from apibank_lib.runner import run
 from apibank_lib.runs import RunConfig, RunFolder
 from apibank_lib.scoring import score_run
-
-
-@pytest.fixture(scope="module")
-def bench() -> Benchmark:
-    return load_benchmark()
 
 
 def _lines(folder: Path) -> list[dict]:
@@ -45,7 +40,7 @@ def test_no_call_scores_zero(bench: Benchmark, tmp_path: Path) -> None:
     metrics = score_run(result.path, bench=bench)
     assert metrics["levels"]["1"]["api_accuracy"] == 0.0
     judgments = [json.loads(x) for x in (result.path / "judgments.jsonl").read_text().splitlines()]
-    assert {j["category"] for j in judgments if "category" in j} == {"No API Call"}
+    assert {j["category"] for j in judgments if j["kind"] == "api"} == {"No API Call"}
 
 
 def test_resume_skips_finished_samples_and_duplicates_nothing(bench: Benchmark, tmp_path: Path) -> None:

@@ -8,9 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.errors import InvalidParameterError, MissingParameterError, ParameterTypeError, ParseError, UnknownToolError
+from apibank_lib.errors import (
+    InvalidParameterError,
+    MissingParameterError,
+    ParameterTypeError,
+    ParseError,
+    UnknownToolError,
+)
 from apibank_lib.sandbox import Sandbox, json_copy
-from apibank_lib.tools.account import CheckToken, DeleteAccount, ForgotPassword, GetUserToken, ModifyPassword, RegisterUser
+from apibank_lib.tools.account import (
+    CheckToken,
+    DeleteAccount,
+    ForgotPassword,
+    GetUserToken,
+    ModifyPassword,
+    RegisterUser,
+)
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.toolset import ToolSet
 from apibank_lib.types import ApiCall, Param
@@ -76,7 +89,7 @@ def test_call_errors_are_typed_and_traced() -> None:
         box.execute("[GetUserTokens(username='ann', password='pw1')]")
     with pytest.raises(InvalidParameterError, match="invalid parameter name. parameter: user"):
         box.execute("[GetUserToken(user='ann', password='pw1')]")
-    with pytest.raises(MissingParameterError, match=r"GetUserToken.call\(\) missing 1 required positional argument: 'password'"):
+    with pytest.raises(MissingParameterError, match=r"^missing required parameter password of GetUserToken$"):
         box.execute("[GetUserToken(username='ann')]")
     with pytest.raises(ParameterTypeError, match="verification_code"):
         box.execute("[ForgotPassword(status='Verification Code', verification_code='abc', new_password='x')]")
@@ -87,7 +100,7 @@ def test_call_errors_are_typed_and_traced() -> None:
 
 def test_execute_safely_turns_errors_into_envelopes() -> None:
     result = _box().execute_safely(ApiCall("GetUserToken", {"username": "ann"}))
-    assert result.output is None and "missing 1 required positional argument" in str(result.exception)
+    assert result.output is None and result.exception == "missing required parameter password of GetUserToken"
 
 
 def test_paper_conversion_reproduces_the_original_manager() -> None:

@@ -27,8 +27,7 @@ from typing import Any
 import httpx
 
 from apibank_lib.backends.base import Backend, Completion, Request
-from apibank_lib.errors import BackendError
-from apibank_lib.errors import ConfigError
+from apibank_lib.errors import BackendError, ConfigError
 from apibank_lib.types import ApiCall, ToolSchema
 
 __all__ = ["OpenAIBackend", "tool_json_schema"]

@@ -1,0 +1,109 @@
+"""Properties of the code base itself: import layering, where protocol names live, one registration path."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from apibank_lib.backends.registry import BACKENDS, backend_class
+from apibank_lib.protocols import PROTOCOLS
+from apibank_lib.tools.base import LEVEL3, LEVEL12, Tool
+from apibank_lib.tools.registry import TOOL_MODULES, tool_classes, tools_defined_in
+
+PACKAGE = Path(__file__).resolve().parents[1] / "apibank_lib"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """The package modules a module imports, at any depth of its code (function-level imports included)."""
+
+    def resolve(name: str) -> str:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("apibank_lib"):
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in known else resolve(node.module))
+        elif isinstance(node, ast.Import):
+            found |= {resolve(a.name) for a in node.names if a.name.startswith("apibank_lib")}
+    return found
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    known = _modules()
+    graph = {name: _imports(path, known) - {name} for name, path in known.items()}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for dep in sorted(graph.get(name, ())):
+            # A package's __init__ only re-exports; importing it from inside the package is the usual idiom.
+            if dep == "apibank_lib" or dep not in graph:
+                continue
+            assert state.get(dep) != 1, "import cycle: " + " -> ".join([*path, name, dep])
+            if dep not in state:
+                visit(dep, [*path, name])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [])
+
+
+def _string_constants(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings}
+
+
+def test_protocol_names_are_strings_only_where_protocols_are_defined() -> None:
+    for name, path in _modules().items():
+        if name == "apibank_lib.protocols":
+            continue
+        assert not _string_constants(path) & set(PROTOCOLS), f"{name} names a protocol as a string"
+
+
+def test_checker_rules_carry_no_protocol_names() -> None:
+    for toolset in (LEVEL12, LEVEL3):
+        for cls in tool_classes(toolset):
+            assert not any(p in rule for rule in cls.checker_rules() for p in PROTOCOLS), cls.name
+            assert not any(p in attr for attr in vars(cls) if attr.startswith("check") for p in PROTOCOLS), cls.name
+
+
+def test_every_tool_comes_from_one_registration_path() -> None:
+    listed = {cls for module in TOOL_MODULES for cls in tools_defined_in(module)}
+    assert listed == set(tool_classes(LEVEL12)) | set(tool_classes(LEVEL3))
+    assert (len(tool_classes(LEVEL12)), len(tool_classes(LEVEL3))) == (53, 22)
+    assert len({cls.name for cls in listed}) == 71  # four names exist in both tool sets
+    assert all(cls.domain for cls in listed), [cls.name for cls in listed if not cls.domain]
+    # every Tool subclass the package defines is registered, except the abstract bases
+    defined = {cls for cls in _all_subclasses(Tool) if cls.__module__.startswith("apibank_lib.")}
+    assert {cls for cls in defined if not cls.abstract} == listed
+
+
+def _all_subclasses(cls: type) -> set[type]:
+    return {sub for direct in cls.__subclasses__() for sub in {direct} | _all_subclasses(direct)}
+
+
+def test_every_backend_is_one_registry_line() -> None:
+    for kind in BACKENDS:
+        assert backend_class(kind).kind == kind

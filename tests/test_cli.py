@@ -1,0 +1,163 @@
+"""The command line as a researcher meets it: every failure is one clear line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from apibank_lib import cli
+from apibank_lib.cli import main
+from tests.conftest import OFFICIAL_FIXTURE
+from tests.helpers import CHAT_REPLY, JsonHandler, serve
+
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def _fails_cleanly(capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str) -> str:
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("apibank: error: ") and len(err.splitlines()) == 1, err
+    assert message in err and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--model", "oracle", "--option", "style=fast"], "the oracle backend has no option 'style'"),
+        (["run", "--model", "oracle", "--option", "nokeyvalue"], "--option expects KEY=VALUE"),
+        (["run", "--model", "openai:m@http://127.0.0.1:9/v1", "--option", "timeout_s=fast"], "timeout_s='fast' of openai must be float"),
+        (["run", "--model", "openai:m@http://127.0.0.1:9/v1", "--option", "foo=1"], "has no option 'foo'"),
+        (["run", "--model", "oracel"], "Did you mean 'oracle'"),
+        (["run", "--model", "openai:gpt"], "openai:<model>@<base_url>"),
+        (["run", "--model", "oracle", "--limit", "0"], "limit must be at least 1"),
+        (["score", "/nonexistent/run"], "is not a run folder"),
+        (["search", "  "], "give some keywords"),
+        (["search", "alarm", "-k", "0"], "-k must be at least 1"),
+        (["call", "[Calculatr(formula='1+1')]"], "Did you mean 'Calculator'"),
+        (["call", "[Calculator()]"], "missing required parameter formula of Calculator"),
+        (["call", "[Calculator(formula=)]"], "where a value should start"),
+        (["stats", "--data", "/nonexistent/data"], "data root not found"),
+    ],
+)
+def test_input_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    _fails_cleanly(capsys, argv, 2, message)
+
+
+def test_an_unreachable_server_is_reported_before_the_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    argv = ["run", "--model", "openai:m@http://127.0.0.1:9/v1", "--limit", "1", "--out", str(tmp_path / "x")]
+    _fails_cleanly(capsys, argv, 1, "cannot reach http://127.0.0.1:9/v1")
+    assert not (tmp_path / "x").exists()
+
+
+def test_json_errors_are_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["call", "[Nope()]", "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert err["error"] == "UnknownToolError" and "Nope" in err["message"]
+
+
+def test_a_bug_of_ours_is_one_line_too(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(args: object) -> int:
+        raise RuntimeError("unexpected")
+
+    monkeypatch.delenv("APIBANK_DEBUG", raising=False)
+    monkeypatch.setattr(cli, "cmd_stats", broken)
+    _fails_cleanly(capsys, ["stats"], 3, "internal error (RuntimeError: unexpected); set APIBANK_DEBUG=1 to see where")
+
+
+def test_replay_summarises_failures_per_api_and_lists_them_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--data", str(OFFICIAL_FIXTURE), "--protocol", "paper"]) == 0
+    out = capsys.readouterr().out
+    assert "15 failed samples by API; --verbose lists each" in out and "AddMeeting-level-1-1 #2" not in out
+    assert main(["replay", "--data", str(OFFICIAL_FIXTURE), "--protocol", "paper", "--verbose"]) == 0
+    verbose = capsys.readouterr().out
+    assert "L1 AddMeeting-level-1-1 #2 AddMeeting: Wrong Values" in verbose
+    assert len([line for line in verbose.splitlines() if line.startswith("  L")]) == 15
+
+
+def test_apis_lists_a_levels_apis_with_parameters(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["apis", "--level", "3", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert len(listed["apis"]) == 22 and listed["toolset"] == "level-3"
+    geo = next(a for a in listed["apis"] if a["name"] == "Geocoding")
+    assert geo["input_parameters"]["address"]["type"] == "str" and geo["domain"]
+    assert main(["apis"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("53 APIs of the level-1-2 tool set") and "AddAlarm" in out and "token: str, time: str" in out
+
+
+def test_stats_names_the_release_it_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", "--data", str(OFFICIAL_FIXTURE)]) == 0
+    out = capsys.readouterr().out
+    assert "official data (official release, counted)" in out and "ours" not in out
+    assert main(["stats"]) == 0
+    assert "bundled data (measured)" in capsys.readouterr().out
+
+
+def test_validate_on_a_release_checks_what_a_release_promises(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--data", str(OFFICIAL_FIXTURE)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    defects = [line for line in out if line.startswith("data defect: ")]
+    assert len(defects) == 2 and any("QueryScene" in d for d in defects) and any("CancelTimedSwitch" in d for d in defects)
+    assert out[-1].startswith("valid official release") and "2 gold call(s) judged wrong under v2" in out[-1]
+
+
+def test_score_takes_data_and_reports_coverage(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["run", "--model", "oracle", "--level", "1", "--limit", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["score", str(out), "--data", str(Path(cli.__file__).resolve().parents[1] / "data" / "eval")]) == 0
+    text = capsys.readouterr().out
+    assert "coverage: 3 answered, 0 failed, 0 missing of 3 expected" in text and "PARTIAL" not in text
+
+
+# --- signals and pipes, in a real process -----------------------------------------------------------
+
+
+class _SlowServer(JsonHandler):
+    """An OpenAI-compatible stub that answers slowly (so a run can be interrupted mid-way)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        self.send_json({"data": [{"id": "m"}]})
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.read_body()
+        time.sleep(0.2)
+        self.send_json(CHAT_REPLY)
+
+
+@pytest.fixture
+def slow_server() -> Iterator[str]:
+    with serve(_SlowServer) as base:
+        yield base
+
+
+def test_ctrl_c_says_what_is_saved_and_how_to_resume(slow_server: str, tmp_path: Path) -> None:
+    out = tmp_path / "int"
+    cmd = [sys.executable, "-m", "apibank_lib", "run", "--model", f"openai:m@{slow_server}", "--level", "1", "--limit", "30", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    pred = out / "predictions.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not pred.is_file() or pred.read_text().count("\n") < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    saved = pred.read_text().count("\n")
+    assert f"{saved} prediction(s) are saved in {out}; resume with: apibank run --model openai:m@{slow_server}" in last
+
+
+def test_a_closed_pipe_is_not_a_traceback() -> None:
+    cmd = f"{sys.executable} -m apibank_lib replay --data {OFFICIAL_FIXTURE} --protocol paper --verbose --level 1 | head -n 1"
+    done = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=ENV, timeout=120)
+    assert done.stdout.startswith("Protocol paper") and "Traceback" not in done.stderr, done.stderr

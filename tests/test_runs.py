@@ -1,0 +1,178 @@
+"""Run folders as typed records, and the runner's stopping, identity and coverage rules (scripted backends)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from apibank_lib.backends import load_backend
+from apibank_lib.backends.baselines import OracleBackend
+from apibank_lib.backends.scripted import ScriptedBackend
+from apibank_lib.datasets import Benchmark, default_data_root
+from apibank_lib.errors import BackendError, ConfigError, DataError
+from apibank_lib.runner import MAX_CONSECUTIVE_UNREACHABLE, RunStopped, run
+from apibank_lib.runs import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir, plan
+from apibank_lib.scoring import score_run
+
+
+def test_records_round_trip_through_the_folder(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "r")
+    records = [
+        PredictionRecord("L1/api/d/0", 1, "api", "d", 0, output="[GetToday()]", prompt_sha="ab", latency_s=0.1),
+        PredictionRecord("L3/episode/4", 3, "episode", "4", 0, output="done", steps=[EpisodeStep("x", "[GetToday()]", {"output": 1})]),
+    ]
+    with folder.prediction_writer() as writer:
+        for rec in records:
+            writer.write(rec)
+    got = folder.read_predictions()
+    assert list(got.records.values()) == records and got.dropped == []
+    assert records[1].executed_calls() == ["[GetToday()]"] and records[0].text() == "[GetToday()]"
+    assert PredictionRecord("k", 1, "api", "d", 0, output="x", error="BackendError: down").text() == ""
+
+
+def test_unreadable_lines_are_left_out_and_reported(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "r")
+    good = json.dumps(PredictionRecord("L1/api/d/0", 1, "api", "d", 0, output="a").to_dict())
+    folder.path.mkdir()
+    folder.predictions_path.write_text(good + "\n{broken\n" + good.replace("/0", "/2")[:-10])
+    got = folder.read_predictions()
+    assert list(got.records) == ["L1/api/d/0"]
+    assert got.dropped[0].startswith("line 2: not a prediction record") and got.dropped[1].startswith("line 3: cut off")
+    folder.read_predictions(repair=True)
+    assert folder.predictions_path.read_text().count("\n") == 2  # the cut line is gone, the rest kept
+
+
+def test_a_folder_without_a_run_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is not a run folder"):
+        RunFolder(tmp_path).read_info()
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(DataError, match="not a run config"):
+        RunFolder(tmp_path).read_info()
+    with pytest.raises(ConfigError, match="has not been scored yet"):
+        RunFolder(tmp_path).to_frame()
+
+
+def test_a_scored_run_gives_data_frames(bench: Benchmark, tmp_path: Path) -> None:
+    result = run(RunConfig("oracle", levels=(1, 3), limit=6, level3="both", out=str(tmp_path / "o")), bench=bench, progress=False)
+    score_run(result.path, bench=bench)
+    judgments = RunFolder(result.path).to_frame()
+    assert len(judgments) == 18 and list(judgments.columns) == [f for f in JudgmentRecord.__dataclass_fields__]
+    assert set(judgments["kind"]) == {"api", "response", "episode"} and judgments["correct"].dropna().all()
+    predictions = RunFolder(result.path).to_frame("predictions")
+    assert len(predictions) == 18 and "latency_s" in predictions.columns
+
+
+def test_runs_go_to_the_working_directory_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("APIBANK_RUNS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert default_runs_dir() == tmp_path / "runs"
+    monkeypatch.setenv("APIBANK_RUNS", str(tmp_path / "elsewhere"))
+    assert default_runs_dir() == tmp_path / "elsewhere"
+
+
+def test_identity_ignores_operational_settings_and_names_what_differs(bench: Benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APIBANK_RUNS", str(tmp_path))
+    monkeypatch.setattr("apibank_lib.backends.openai_compat.OpenAIBackend.preflight", lambda self: None)
+    a = load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s=5)
+    b = load_backend("openai:m@http://127.0.0.1:9999/v1", timeout_s=60, max_retries=1)
+    assert a.identity() == b.identity() == {"backend": "openai", "model": "m", "mode": "prompt", "temperature": 0.0, "tool_choice": "auto"}
+    first = run(RunConfig("oracle", levels=(1,), limit=2, concurrency=1), bench=bench, progress=False)
+    again = run(RunConfig("oracle", levels=(1,), limit=4, concurrency=4), bench=bench, progress=False)
+    assert again.path == first.path and again.skipped == 2  # levels, limit, concurrency: the same run
+    with pytest.raises(ConfigError, match=r"other settings: max_tokens \(128 there, 64 now\)"):
+        run(RunConfig("oracle", levels=(1,), limit=2, max_tokens=64, out=str(first.path)), bench=bench, progress=False)
+
+
+def test_backend_options_are_checked_before_the_run() -> None:
+    with pytest.raises(ConfigError, match=r"the oracle backend has no option 'style' \(its options: none\)"):
+        load_backend("oracle", style="fast")
+    with pytest.raises(ConfigError, match=r"has no option 'timeout'.*Did you mean 'timeout_s'"):
+        load_backend("openai:m@http://127.0.0.1:8000/v1", timeout="5")
+    with pytest.raises(ConfigError, match=r"timeout_s='fast' of openai must be float"):
+        load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s="fast")
+    backend = load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s="60", max_retries="2", mode="tools")
+    assert (backend.timeout_s, backend.max_retries, backend.mode) == (60.0, 2, "tools")  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="do not repeat it"):
+        load_backend("openai:m@http://127.0.0.1:8000/v1", model="other")
+
+
+def test_an_unreachable_model_stops_the_run_after_a_few_samples(bench: Benchmark, tmp_path: Path) -> None:
+    dead = ScriptedBackend("x", fail_on=lambda req: True, connection_failure=True)
+    with pytest.raises(RunStopped, match=r"3 samples in a row could not reach the model; the first said: BackendError: scripted failure") as info:
+        run(RunConfig("scripted", levels=(1,), limit=10, out=str(tmp_path / "dead")), backend=dead, bench=bench, progress=False)
+    assert info.value.saved == MAX_CONSECUTIVE_UNREACHABLE == dead.calls and info.value.remaining == 10 - 3
+
+
+def test_other_backend_errors_do_not_stop_the_run(bench: Benchmark, tmp_path: Path) -> None:
+    flaky = ScriptedBackend("x", fail_on=lambda req: True)  # the server answers, with errors
+    result = run(RunConfig("scripted", levels=(1,), limit=6, out=str(tmp_path / "flaky")), backend=flaky, bench=bench, progress=False)
+    assert (result.answered, result.failed) == (0, 6)
+
+
+class _Interrupting(ScriptedBackend):
+    def __init__(self, after: int) -> None:
+        super().__init__("[GetToday()]")
+        self.after = after
+
+    def complete(self, request):  # noqa: ANN001, ANN201
+        if self.calls >= self.after:
+            raise KeyboardInterrupt
+        return super().complete(request)
+
+
+def test_ctrl_c_keeps_what_was_answered_and_the_run_resumes(bench: Benchmark, tmp_path: Path) -> None:
+    out = tmp_path / "int"
+    with pytest.raises(RunStopped) as info:
+        run(RunConfig("scripted", levels=(1,), limit=10, out=str(out)), backend=_Interrupting(4), bench=bench, progress=False)
+    assert isinstance(info.value.__cause__, KeyboardInterrupt) and info.value.saved >= 4
+    metrics = score_run(out, bench=bench)
+    assert metrics["partial"] and metrics["coverage"]["missing"] == 10 - info.value.saved
+    again = run(RunConfig("scripted", levels=(1,), limit=10, out=str(out)), backend=ScriptedBackend("[GetToday()]"), bench=bench, progress=False)
+    assert again.skipped == info.value.saved and again.answered == 10 - info.value.saved
+    assert not score_run(out, bench=bench)["partial"]
+
+
+def test_coverage_of_a_truncated_run(bench: Benchmark, tmp_path: Path) -> None:
+    result = run(RunConfig("oracle", levels=(1,), limit=8, out=str(tmp_path / "t")), bench=bench, progress=False)
+    path = RunFolder(result.path).predictions_path
+    path.write_bytes(path.read_bytes()[:-15])
+    metrics = score_run(result.path, bench=bench)
+    cov = metrics["coverage"]
+    assert metrics["partial"] and (cov["expected"], cov["answered"], cov["missing"], cov["lines_dropped"]) == (8, 7, 1, 1)
+    assert json.loads((result.path / "metrics.json").read_text())["partial"] is True
+
+
+def test_scoring_finds_moved_data_only_when_told(bench: Benchmark, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(default_data_root(), data)
+    result = run(RunConfig("oracle", levels=(1,), limit=3, data=str(data), out=str(tmp_path / "m")), backend=OracleBackend(), progress=False)
+    moved = tmp_path / "moved"
+    data.rename(moved)
+    with pytest.raises(ConfigError, match="no longer at .*give its new place with --data"):
+        score_run(result.path)
+    assert score_run(result.path, data=moved)["levels"]["1"]["api_accuracy"] == 1.0
+
+
+def test_the_agent_loop_uses_the_runs_protocol(bench: Benchmark, tmp_path: Path) -> None:
+    # The original parser cuts a quoted value at its first inner quote; ours reads it whole.
+    def agent(req):  # noqa: ANN001, ANN202
+        return "API-Request: [ToolSearcher(keywords='what's the Weather')]" if req.step == 0 else "It is sunny."
+
+    calls = {}
+    for protocol in ("paper", "v2"):
+        config = RunConfig("scripted", levels=(3,), limit=1, level3="loop", protocol=protocol, out=str(tmp_path / protocol))
+        result = run(config, backend=ScriptedBackend(agent), bench=bench, progress=False)
+        (record,) = RunFolder(result.path).read_predictions().records.values()
+        calls[protocol] = record.executed_calls()
+        assert record.stopped == "answered" and record.output == "It is sunny."
+    assert calls == {"paper": ["[ToolSearcher(keywords='what')]"], "v2": ["[ToolSearcher(keywords='what\\'s the Weather')]"]}
+
+
+def test_preflight_failure_stops_before_anything_is_written(bench: Benchmark, tmp_path: Path) -> None:
+    backend = load_backend("openai:m@http://127.0.0.1:9/v1", timeout_s=2)
+    with pytest.raises(BackendError, match="cannot reach http://127.0.0.1:9/v1") as info:
+        run(RunConfig("openai:m@http://127.0.0.1:9/v1", levels=(1,), limit=2, out=str(tmp_path / "none")), backend=backend, bench=bench, progress=False)
+    assert info.value.connection and not (tmp_path / "none").exists()
