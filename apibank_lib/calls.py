@@ -117,9 +117,10 @@ class _Parser:
             if end < self.n and self.text[end] not in _DELIMITERS:
                 raise self.error(f"unexpected {self.text[end]!r} after the number {m.group(0)!r} (quote text values)", end)
             lit = m.group(0)
-            if any(ch in lit for ch in ".eE"):
-                return float(lit), end
-            return int(lit), end
+            try:
+                return (float(lit) if any(ch in lit for ch in ".eE") else int(lit)), end
+            except ValueError as exc:  # Python refuses integers of more than 4300 digits
+                raise self.error(f"the number {lit[:20]}... is too long", pos) from exc
         m = _IDENT.match(self.text, pos)
         if m and m.group(0) in _CONSTANTS:
             end = m.end()

@@ -501,7 +501,11 @@ class RunFolder:
             columns = [f.name for f in fields(PredictionRecord)]
         else:
             raise ConfigError(f"to_frame shows 'judgments' or 'predictions', not {what!r}")
-        return pd.DataFrame(rows, columns=columns)
+        frame = pd.DataFrame(rows, columns=columns)
+        # Verdicts and counts that do not apply to a row are missing, not False or 0, so means skip them.
+        nullable = {"correct": "boolean", "same_end_state": "boolean", "rouge_l": "Float64", "latency_s": "Float64"}
+        nullable |= {c: "Int64" for c in ("required_calls", "matched_calls", "calls_made", "tool_errors", "prompt_tokens", "completion_tokens", "attempts")}
+        return frame.astype({c: t for c, t in nullable.items() if c in frame.columns})
 
 
 class PredictionWriter:

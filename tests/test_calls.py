@@ -72,6 +72,7 @@ def test_no_call_is_an_empty_list() -> None:
         ("[A(x=[1, 2)]", "expected ','"),
         ("[A(x=1) trailing", "must end with ')]'"),
         ("[A(x=" + "[" * 100 + "]" * 100 + ")]", "nested deeper"),
+        ("[A(x=" + "9" * 5000 + ")]", "is too long"),
     ],
 )
 def test_malformed_calls_raise_parse_error_saying_why(text: str, reason: str) -> None:

@@ -143,3 +143,12 @@ def test_bundled_account_database_is_ours(tmp_path: Path) -> None:
 
     data = json.loads((default_data_root() / "init_database" / "Account.json").read_text())
     assert "JohnDoe" not in data and len(data) >= 10
+
+
+def test_numbers_out_of_range_are_type_errors_under_both_conversions() -> None:
+    from apibank_lib.tools.conversion import ORIGINAL_CONVERSION, TYPED_CONVERSION
+    from apibank_lib.tools.level3.social import UserPosts
+
+    for conversion in (ORIGINAL_CONVERSION, TYPED_CONVERSION):
+        with pytest.raises(ParameterTypeError, match="inf"):
+            conversion.convert(UserPosts, {"user_id": float("inf")})

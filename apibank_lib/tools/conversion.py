@@ -46,14 +46,14 @@ def _convert_text(value: Any, ptype: str) -> Any:
                 raise ParameterTypeError(f"invalid parameter type. parameter: {value}")
         try:
             return int(value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ParameterTypeError(f"invalid parameter type. parameter: {value}") from exc
     if ptype == "float":
         if isinstance(value, str) and not value.replace(".", "", 1).isdigit():
             raise ParameterTypeError("invalid parameter type.")
         try:
             return float(value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ParameterTypeError("invalid parameter type.") from exc
     if ptype in ("str", "list", "list(str)"):
         return value
@@ -67,7 +67,14 @@ def _type_error(key: str, value: Any, ptype: str) -> ParameterTypeError:
 
 
 def _convert_typed(key: str, value: Any, ptype: str) -> Any:
-    """Typed, tolerant conversion of one value."""
+    """Typed, tolerant conversion of one value (a number too large for its type is a type error too)."""
+    try:
+        return _convert_typed_value(key, value, ptype)
+    except (OverflowError, ValueError) as exc:
+        raise _type_error(key, value, ptype) from exc
+
+
+def _convert_typed_value(key: str, value: Any, ptype: str) -> Any:
     if ptype == "str":
         if isinstance(value, str):
             return value

@@ -1,11 +1,15 @@
-"""The level-3 tool set as a whole: the 21 classes, their declared parameters, the bundled tables, a chained task."""
+"""The level-3 tool set as a whole: the 21 classes, their declared parameters, the bundled tables, a chained task,
+the original's Python error texts, and no tool bug on any schema-typed call."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apibank_lib.databases import load_databases
 from apibank_lib.tools import calculator as level1_calculator
@@ -148,3 +152,115 @@ def test_a_chained_task_on_the_bundled_world() -> None:
         ]
         == "2023-06-02 15:50:00"
     )
+
+
+BUNDLED = load_databases(LV3)
+
+# The original level-3 tools let Python errors in their bodies become the envelope's exception text. Ours
+# reproduce them on purpose (original_errors, key_error), so these are failures of the call, never ToolErrors.
+ORIGINAL_ERROR_TEXTS = [
+    # A number given for a text under the paper conversion (which passes text parameters through unchanged).
+    (
+        "paper",
+        "AddMeeting",
+        {
+            "meeting_topic": 7,
+            "start_time": "2023-06-05 09:00:00",
+            "end_time": "2023-06-05 10:00:00",
+            "location": "Seoul office",
+            "attendees": "['Kai Tanaka']",
+        },
+        "'int' object has no attribute 'strip'",
+    ),
+    (
+        "paper",
+        "EmailReminder",
+        {"content": None, "time": "2023-06-05 09:00:00", "location": "Seoul office", "recipient": "kai@example.com"},
+        "'NoneType' object has no attribute 'strip'",
+    ),
+    (
+        "paper",
+        "ClothingRecommendation",
+        {"temperature": "12", "humidity": "50", "weather_conditions": 3},
+        "'int' object has no attribute 'lower'",
+    ),
+    # Dict lookups and membership tests on a value that is not hashable.
+    ("paper", "QueryMeeting", {"user_name": ["AliceMorgan"]}, "unhashable type: 'list'"),
+    ("paper", "GetOccupationSalary", {"occupation": ["Pharmacist"]}, "unhashable type: 'list'"),
+    ("paper", "UserWatchedMovies", {"user_name": {"name": "AliceMorgan"}}, "unhashable type: 'dict'"),
+    # MovieRecommendations iterates whatever it is given and looks each item up.
+    ("paper", "MovieRecommendations", {"preferences": 5}, "'int' object is not iterable"),
+    ("paper", "MovieRecommendations", {"preferences": "Drama"}, "'D'"),
+    ("v2", "MovieRecommendations", {"preferences": [["Drama"]]}, "unhashable type: 'list'"),
+    ("v2", "MovieRecommendations", {"preferences": [7]}, "7"),
+    # Missed lookups: the KeyError text is the key's repr (bare for the original's int keys).
+    ("v2", "TravelStatus", {"member_name": "Nobody"}, "'Nobody'"),
+    ("v2", "UserPosts", {"user_id": 999}, "999"),
+]
+
+
+@pytest.mark.parametrize(("conversion", "name", "args", "expected"), ORIGINAL_ERROR_TEXTS)
+def test_original_python_error_texts_are_reproduced(
+    conversion: str, name: str, args: dict[str, Any], expected: str
+) -> None:
+    sb = sandbox_for(*LEVEL3_TOOLS_WITHOUT_SEARCH, dbs=BUNDLED, conversion=conversion)
+    result = sb.execute(ApiCall(name, args))
+    assert (result.output, result.exception) == (None, expected)
+
+
+# --- no tool bug on schema-typed calls ----------------------------------------------------------------
+# Two well-typed inputs crashed the original itself and are *not* excluded, because ours handle them on purpose:
+# unknown coordinates in GetWeatherForCoordinates (reported as the same text in the envelope) and a formula with
+# a leading minus in Calculator (the original never terminated; ours evaluates it).
+
+
+def _leaves(value: Any) -> list[Any]:
+    """Every key and scalar inside a table, so that generated calls also hit known records."""
+    if isinstance(value, dict):
+        return [leaf for k, v in value.items() for leaf in (k, *_leaves(v))]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+_KNOWN_TEXT = sorted({v for table in BUNDLED.values() for v in _leaves(table) if isinstance(v, str)})
+_KNOWN_NUMBERS = sorted({float(v) for table in BUNDLED.values() for v in _leaves(table) if isinstance(v, (int, float))})
+_TEXT = st.one_of(
+    st.sampled_from(_KNOWN_TEXT),
+    st.text(max_size=20),
+    st.text(alphabet="0123456789+-*/() ", max_size=12),  # Calculator formulas
+    st.datetimes(min_value=datetime(1, 1, 1)).map(lambda d: d.strftime("%Y-%m-%d %H:%M:%S")),
+    st.datetimes(min_value=datetime(1, 1, 1)).map(lambda d: d.strftime("%Y-%m-%d")),
+)
+# Integers are bounded (far below the limit): one with more than 4300 digits cannot be written in a call (Python
+# refuses to convert such text, in the original's int() as in our parser), and the original crashed rendering it
+# in its own error texts (UserPosts' KeyError, LikeCount's "Post with ID ..."), as ours would.
+_INT = st.one_of(st.sampled_from([int(v) for v in _KNOWN_NUMBERS if v.is_integer()]), st.integers(-(10**30), 10**30))
+_FLOAT = st.one_of(st.sampled_from(_KNOWN_NUMBERS), st.floats())
+# A "list" is any list: items that are not text are looked up too, as in the original.
+_LIST_ITEM = st.one_of(_TEXT, _INT, st.none(), st.lists(st.text(max_size=5), max_size=2))
+_BY_TYPE = {
+    "str": _TEXT,
+    "int": _INT,
+    "float": _FLOAT,
+    "list(str)": st.lists(_TEXT, max_size=4),
+    "list": st.lists(_LIST_ITEM, max_size=4),
+}
+
+
+def _typed_call(cls: type[Tool]) -> st.SearchStrategy[ApiCall]:
+    args = st.fixed_dictionaries({k: _BY_TYPE[p.type] for k, p in cls.input_parameters.items()})
+    return st.builds(ApiCall, st.just(cls.name), args)
+
+
+_CALLS = st.lists(st.one_of([_typed_call(cls) for cls in LEVEL3_TOOLS_WITHOUT_SEARCH]), min_size=1, max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_CALLS)
+def test_schema_typed_calls_never_break_a_tool(calls: list[ApiCall]) -> None:
+    # One sandbox per example, so that the stateful tools (FlightSearch, HotelAvailability) meet their records again.
+    sb = sandbox_for(*LEVEL3_TOOLS_WITHOUT_SEARCH, dbs=BUNDLED, conversion="v2")
+    for call in calls:
+        result = sb.execute(call)  # a ToolError (a bug of ours) would be raised here
+        assert result.exception is None or isinstance(result.exception, str)

@@ -10,8 +10,8 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import ParameterTypeError
-from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.level3.finance import GetOccupationSalary, TaxCalculator, salary_after_tax
+from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
 

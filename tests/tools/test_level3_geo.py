@@ -10,7 +10,6 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import ParameterTypeError
-from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.level3.geo import (
     ClothingRecommendation,
     Geocoding,
@@ -18,6 +17,7 @@ from apibank_lib.tools.level3.geo import (
     NearbyRestaurants,
     recommend_clothing,
 )
+from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apibank_lib.shapes import ANY, STR, DictOf, ListOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import ANY, STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import LEVEL3, Tool
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
@@ -88,4 +88,3 @@ class PersonalInfoUpdate(Tool):
         # The original compares input and output only; the exception is not judged.
         require_same_api(pred, gold)
         return pred["input"] == gold["input"] and pred["output"] == gold["output"]
-

@@ -19,4 +19,3 @@ class Calculator(level1.Calculator):
     toolset = LEVEL3
     description = "Calculate the value of an arithmetic expression with whole numbers, + - * / and parentheses."
     read_only = True
-

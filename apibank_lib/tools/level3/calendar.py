@@ -14,28 +14,28 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from apibank_lib.shapes import INT, STR, DictOf, ListOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import INT, STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import LEVEL3, Tool
-from apibank_lib.tools.common import similar_topic_same_rest, strptime_check
+from apibank_lib.tools.common import original_errors, similar_topic_same_rest, strptime_check
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
 __all__ = ["AddMeeting", "QueryMeeting", "EmailReminder"]
 
 _LV3_MEETINGS_SHAPE = DictOf(
-            ListOf(
-                Record(
-                    {
-                        "meeting_id": INT,
-                        "meeting_name": STR,
-                        "meeting_time": STR,
-                        "meeting_location": STR,
-                        "meeting_attendees": ListOf(STR),
-                    }
-                )
-            )
+    ListOf(
+        Record(
+            {
+                "meeting_id": INT,
+                "meeting_name": STR,
+                "meeting_time": STR,
+                "meeting_location": STR,
+                "meeting_attendees": ListOf(STR),
+            }
         )
+    )
+)
 """Record shape of the ``Lv3Meetings`` database."""
 
 _STATUS = {"status": Param("str", "success or failed")}
@@ -66,7 +66,10 @@ class AddMeeting(Tool):
     def run(self, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any) -> Any:
         strptime_check(start_time)
         strptime_check(end_time)
-        if meeting_topic.strip() == "":
+        # A topic that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            empty_topic = meeting_topic.strip() == ""
+        if empty_topic:
             raise ToolFailure("Meeting Topic should not be null")
         self.meetings.append(
             {
@@ -101,8 +104,11 @@ class QueryMeeting(Tool):
     read_only = True
 
     def run(self, user_name: Any) -> Any:
-        # An unknown user surfaces as the KeyError text (e.g. 'Bob'), as in the original.
-        return {"meetings": copy.deepcopy(self.db[user_name])}
+        # The original indexed its dict directly: an unknown user fails with the KeyError text (e.g. 'Bob'),
+        # a name that is not hashable with the TypeError text (unhashable type: 'list').
+        with original_errors(KeyError, TypeError):
+            meetings = self.db[user_name]
+        return {"meetings": copy.deepcopy(meetings)}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
@@ -126,7 +132,10 @@ class EmailReminder(Tool):
 
     def run(self, content: Any, time: Any, location: Any, recipient: Any) -> Any:
         strptime_check(time)
-        if content.strip() == "":
+        # Content that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            empty_content = content.strip() == ""
+        if empty_content:
             raise ToolFailure("Content should not be empty")
         return "success"
 
@@ -140,4 +149,3 @@ class EmailReminder(Tool):
             and pred["exception"] == gold["exception"]
             and pred["input"] == gold["input"]
         )
-

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from apibank_lib.shapes import NUM, DictOf
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import NUM, DictOf
 from apibank_lib.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
+from apibank_lib.tools.common import original_errors
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
@@ -31,7 +32,7 @@ def salary_after_tax(salary: float) -> float:
     40% rate never applies and everything from 5000 up is taxed at 30%.
 
     Raises:
-        Exception: with an empty message for a negative salary (the original's
+        ToolFailure: with an empty message for a negative (or NaN) salary (the original's
             ``StopIteration`` from finding no threshold has an empty text).
     """
     for threshold in sorted(TAX_RATES, reverse=True):
@@ -54,7 +55,10 @@ class GetOccupationSalary(Tool):
     read_only = True
 
     def run(self, occupation: Any) -> Any:
-        if occupation not in self.db:
+        # An occupation that is not hashable fails the original's membership test with the TypeError text.
+        with original_errors(TypeError):
+            known = occupation in self.db
+        if not known:
             raise ToolFailure("The occupation is not in the database.")
         return {"salary": self.db[occupation]}
 
@@ -99,4 +103,3 @@ class TaxCalculator(Tool):
             and pred["output"] == gold["output"]
             and pred["exception"] == gold["exception"]
         )
-

@@ -24,9 +24,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from apibank_lib.errors import ToolFailure
 from apibank_lib.shapes import NUM, STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import LEVEL3, Tool
-from apibank_lib.tools.common import same_envelope
+from apibank_lib.tools.common import original_errors, same_envelope
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
@@ -36,8 +37,8 @@ _LV3_GEOCODING_SHAPE = DictOf(Record({"latitude": NUM, "longitude": NUM}))
 """Record shape of the ``Lv3Geocoding`` database."""
 
 _LV3_WEATHER_SHAPE = ListOf(
-            Record({"latitude": NUM, "longitude": NUM, "temperature": NUM, "humidity": NUM, "description": STR})
-        )
+    Record({"latitude": NUM, "longitude": NUM, "temperature": NUM, "humidity": NUM, "description": STR})
+)
 """Record shape of the ``Lv3Weather`` database."""
 
 _LV3_RESTAURANTS_SHAPE = ListOf(Record({"coordinates": ListOf(NUM), "name": STR}))
@@ -64,8 +65,10 @@ class Geocoding(Tool):
     read_only = True
 
     def run(self, address: Any) -> Any:
-        # An unknown address surfaces as the KeyError text, e.g. 'Atlantis'.
-        place = self.db[address]
+        # The original indexed its dict directly: an unknown address fails with the KeyError text
+        # (e.g. 'Atlantis'), an address that is not hashable with the TypeError text.
+        with original_errors(KeyError, TypeError):
+            place = self.db[address]
         return {"latitude": place["latitude"], "longitude": place["longitude"]}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -98,7 +101,7 @@ class GetWeatherForCoordinates(Tool):
                     "description": entry["description"],
                 }
         # The original subscripted the missing entry (None); the text is kept, the crash is not.
-        raise TypeError("'NoneType' object is not subscriptable")
+        raise ToolFailure("'NoneType' object is not subscriptable")
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         # No API-name assertion in the original.
@@ -145,7 +148,10 @@ def recommend_clothing(temperature: float, humidity: float, weather_conditions: 
         options += ["Sun hat", "Sunglasses", "Loose-fitting clothes"]
     if humidity > 70:
         options += ["Umbrella", "Waterproof shoes"]
-    if "rain" in weather_conditions.lower():
+    # Conditions that are not text fail on .lower() with Python's text, as in the original.
+    with original_errors(AttributeError):
+        rainy = "rain" in weather_conditions.lower()
+    if rainy:
         options.append("Raincoat")
     return options
 
@@ -170,4 +176,3 @@ class ClothingRecommendation(Tool):
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
-

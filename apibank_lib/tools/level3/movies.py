@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, ListOf
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, ListOf
 from apibank_lib.tools.base import LEVEL3, Tool
+from apibank_lib.tools.common import original_errors
 from apibank_lib.tools.level3.checks import same_api_and_envelope
 from apibank_lib.types import Param
 
@@ -49,8 +50,11 @@ class UserMoviePreferences(Tool):
     read_only = True
 
     def run(self, user_name: Any) -> Any:
-        # An unknown user surfaces as the KeyError text.
-        return {"preferences": list(self.db[user_name])}
+        # The original indexed its dict directly: an unknown user fails with the KeyError text (e.g. 'Bob'),
+        # a name that is not hashable with the TypeError text.
+        with original_errors(KeyError, TypeError):
+            preferences = self.db[user_name]
+        return {"preferences": list(preferences)}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
@@ -70,7 +74,10 @@ class UserWatchedMovies(Tool):
     read_only = True
 
     def run(self, user_name: Any) -> Any:
-        if user_name not in self.db:
+        # A name that is not hashable fails the original's membership test with the TypeError text.
+        with original_errors(TypeError):
+            known = user_name in self.db
+        if not known:
             raise ToolFailure("User not found.")
         # The bare list, not wrapped in {watched_movies}, as in the original.
         return list(self.db[user_name])
@@ -94,12 +101,14 @@ class MovieRecommendations(Tool):
 
     def run(self, preferences: Any) -> Any:
         movies: list[str] = []
-        # Text that was not converted to a list is iterated character by
-        # character, so "['Comedy']" fails with the KeyError text '[' as in the original.
-        for genre in preferences:
-            movies.extend(self.db[genre])
+        # The original iterated whatever it was given and indexed its dict with each item. So text that was
+        # not converted to a list is iterated character by character ("['Comedy']" fails with the KeyError
+        # text '['), an unknown genre fails with its KeyError text ('Horror'), and a value that is not
+        # iterable, or an item that is not hashable, fails with the TypeError text.
+        with original_errors(KeyError, TypeError):
+            for genre in preferences:
+                movies.extend(self.db[genre])
         return {"recommended_movies": movies}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
-

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import INT, STR, DictOf, IntKeyed, ListOf
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import INT, STR, DictOf, IntKeyed, ListOf
 from apibank_lib.tools.base import LEVEL3, Tool
+from apibank_lib.tools.common import key_error, original_errors
 from apibank_lib.tools.level3.checks import same_api_and_envelope
 from apibank_lib.types import Param
 
@@ -48,7 +49,7 @@ class UserPosts(Tool):
         posts = self.db.get(str(user_id))
         if posts is None:
             # The original indexed a dict with int keys: the KeyError text is the bare number, e.g. 9.
-            raise KeyError(user_id)
+            raise key_error(user_id)
         return {"post_ids": list(posts)}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
@@ -92,9 +93,11 @@ class OrganizationMembers(Tool):
     read_only = True
 
     def run(self, organization: Any) -> Any:
-        # An unknown organisation surfaces as the KeyError text, e.g. 'Acme'.
-        return {"members": list(self.db[organization])}
+        # The original indexed its dict directly: an unknown organisation fails with the KeyError text
+        # (e.g. 'Acme'), a name that is not hashable with the TypeError text.
+        with original_errors(KeyError, TypeError):
+            members = self.db[organization]
+        return {"members": list(members)}
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
-

@@ -24,9 +24,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from apibank_lib.errors import ToolFailure
 from apibank_lib.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
-from apibank_lib.tools.common import DT, D, strptime_check
+from apibank_lib.tools.common import DT, D, original_errors, strptime_check
 from apibank_lib.tools.level3.checks import require_same_api, same_api_and_envelope
 from apibank_lib.types import Param
 
@@ -71,7 +72,7 @@ class FlightSearch(Tool):
                 continue
             if index in self.returned:
                 # The original's stored datetime became a string when it was first returned.
-                raise AttributeError("'str' object has no attribute 'date'")
+                raise ToolFailure("'str' object has no attribute 'date'")
             departure = strptime_check(flight["departure_date"], DT)
             if departure.date() != day:
                 continue
@@ -137,7 +138,7 @@ class HotelAvailability(Tool):
                 continue
             if hotel_id in self.returned:
                 # The original's stored datetimes became strings when the hotel was first returned.
-                raise AttributeError("'str' object has no attribute 'strftime'")
+                raise ToolFailure("'str' object has no attribute 'strftime'")
             self.returned.add(hotel_id)
             hotels.append(
                 {
@@ -177,9 +178,10 @@ class TravelStatus(Tool):
     read_only = True
 
     def run(self, member_name: Any) -> Any:
-        # The bare status text; an unknown name surfaces as the KeyError text.
-        return self.db[member_name]
+        # The bare status text. The original indexed its dict directly: an unknown name fails with the
+        # KeyError text (e.g. 'Bob'), a name that is not hashable with the TypeError text.
+        with original_errors(KeyError, TypeError):
+            return self.db[member_name]
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_api_and_envelope(pred, gold)
-
