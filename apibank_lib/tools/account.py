@@ -12,16 +12,27 @@ import random
 import string
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import same_envelope
+from apibank_lib.tools.common import key_error, original_errors, same_envelope
 from apibank_lib.types import Param
 
 __all__ = ["CheckToken", "GetUserToken", "RegisterUser", "DeleteAccount", "ModifyPassword", "ForgotPassword"]
 
 _ACCOUNT_SHAPE = DictOf(Record({"password": STR, "token": STR, "email": STR}))
 """Record shape of the ``Account`` database."""
+
+
+def _is_account(db: dict[str, Any], username: Any) -> bool:
+    """Whether ``username`` has an account.
+
+    The original tests membership in the account dict directly, so a username
+    that is not hashable (a list or an object) fails with Python's text
+    (``unhashable type: 'dict'``).
+    """
+    with original_errors(TypeError):
+        return username in db
 
 
 class CheckToken(Tool):
@@ -67,7 +78,7 @@ class GetUserToken(Tool):
     writes_database = True
 
     def run(self, username: Any, password: Any) -> Any:
-        if username not in self.db:
+        if not _is_account(self.db, username):
             raise ToolFailure("The username does not exist.")
         if self.db[username]["password"] != password:
             raise ToolFailure("The password is incorrect.")
@@ -95,7 +106,7 @@ class RegisterUser(Tool):
     envelope_has_api_name = False
 
     def run(self, username: Any, password: Any, email: Any) -> Any:
-        if username in self.db:
+        if _is_account(self.db, username):
             raise ToolFailure("The username already exists.")
         # The original draws an unseeded random token; ours is derived from the
         # username so that the same inputs always give byte-identical outputs.
@@ -204,7 +215,7 @@ class ForgotPassword(Tool):
             if "username" not in kwargs or "email" not in kwargs:
                 raise ToolFailure("The username and email are required for the first call.")
             username = kwargs["username"]
-            if username not in self.db:
+            if not _is_account(self.db, username):
                 raise ToolFailure("The username does not exist.")
             if self.db[username]["email"] != kwargs["email"]:
                 raise ToolFailure("The email is incorrect.")
@@ -217,6 +228,10 @@ class ForgotPassword(Tool):
                 raise ToolFailure("The new password and verification code are required for the second call.")
             if kwargs["verification_code"] != self.pending_code:
                 raise ToolFailure("The verification code is incorrect.")
+            if self.pending_user not in self.db:
+                # The account was deleted after the first call: the original's lookup of the
+                # remembered username fails with the KeyError text (the quoted username).
+                raise key_error(self.pending_user)
             self.db[self.pending_user]["password"] = kwargs["new_password"]
             return "success"
         raise ToolFailure("The status is only 'Forgot Password' or 'Verification Code'.")

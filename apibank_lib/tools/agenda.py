@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import jaccard, require_same_api, strptime_check
+from apibank_lib.tools.common import jaccard, original_errors, require_same_api, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddAgenda", "DeleteAgenda", "ModifyAgenda", "QueryAgenda"]
@@ -80,7 +80,10 @@ class AddAgenda(Tool):
 
     def run(self, token: Any, content: Any, time: Any, location: Any) -> Any:
         strptime_check(time)
-        if content.strip() == "":
+        # Content that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            blank = content.strip() == ""
+        if blank:
             raise ToolFailure("Content should not be null")
         # The original counts items for the key (an int, never equal to the str
         # keys of the file), so a key freed by a deletion is reused: see the module docstring.
@@ -202,4 +205,3 @@ class QueryAgenda(Tool):
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _check_item(pred, gold)
-

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import same_envelope, strptime_check
 from apibank_lib.types import Param
@@ -141,4 +141,3 @@ class QueryAlarm(Tool):
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_envelope(pred, gold)
-

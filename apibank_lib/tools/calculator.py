@@ -51,7 +51,7 @@ def evaluate_formula(formula: str) -> float:
     Spaces are removed first (as in the original, so ``1 2+3`` is ``12+3``).
 
     Raises:
-        Exception: ``invalid formula`` for anything that is not such a formula
+        ToolFailure: ``invalid formula`` for anything that is not such a formula
             (letters, ``**``, decimals, unbalanced parentheses, no operator);
             ``float division by zero``; ``result is too large``.
     """

@@ -114,7 +114,9 @@ def similar_topic_same_rest(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
 
 def same_envelope(pred: dict[str, Any], gold: dict[str, Any]) -> bool:
     """The "exact" checker family: input, output and exception all equal."""
-    return pred["input"] == gold["input"] and pred["output"] == gold["output"] and pred["exception"] == gold["exception"]
+    return (
+        pred["input"] == gold["input"] and pred["output"] == gold["output"] and pred["exception"] == gold["exception"]
+    )
 
 
 def envelope_equal_on(pred: dict[str, Any], gold: dict[str, Any], keys: tuple[str, ...]) -> bool:

@@ -8,17 +8,17 @@ original's single built-in account ``test``. QueryStock reads ``Stock``:
 ticker -> ``{YYYY-MM-DD: price}``, prices stored as ints or floats and returned
 unchanged.
 
-No the corrected rule fixes: the spec documents no checker bug for these tools.
+No corrected rule: the original checkers of these tools have no known bug.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import NUM, STR, DictOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import NUM, STR, DictOf, Record
 from apibank_lib.tools.base import Tool, ToolEnv
-from apibank_lib.tools.common import D, same_envelope, year_pad_normalise
+from apibank_lib.tools.common import D, original_errors, same_envelope, year_pad_normalise
 from apibank_lib.types import Param
 
 __all__ = ["QueryBalance", "OpenBankAccount", "QueryStock"]
@@ -43,10 +43,12 @@ class QueryBalance(Tool):
     read_only = True
 
     def run(self, token: Any) -> Any:
+        # The original rewords every failure of these two steps: a token that is not text (its .strip()
+        # fails; the stripped value is discarded, the check uses the raw token) and an unknown token.
         try:
-            token.strip()  # the original strips only to fail early on a non-text token; the check uses the raw token
+            token.strip()
             username = self.username_for(token)
-        except Exception:  # noqa: BLE001 - the original rewords every token failure
+        except (AttributeError, ToolFailure):
             raise ToolFailure("The token is incorrect.") from None
         if username not in self.db:
             raise ToolFailure("The user does not have an account.")
@@ -112,12 +114,14 @@ class QueryStock(Tool):
     read_only = True
 
     def run(self, stock_code: Any, date: Any) -> Any:
-        code = _stock_code(stock_code)
+        # A code that is not text fails on .upper() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            code = _stock_code(stock_code)
         day = year_pad_normalise(date, D)
         if code is None:
             raise ToolFailure("The stock code cannot be empty.")
         if isinstance(day, Exception):
-            raise day
+            raise ToolFailure(str(day)) from day  # the original kept the parse error and raises it only now
         if code not in self.db:
             raise ToolFailure("The stock code does not exist.")
         if day not in self.db[code]:
@@ -132,4 +136,3 @@ class QueryStock(Tool):
             and pred["output"] == gold["output"]
             and pred["exception"] == gold["exception"]
         )
-

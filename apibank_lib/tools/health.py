@@ -24,10 +24,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import CORRECTED, Tool, checker_rule
-from apibank_lib.tools.common import DT, strptime_check, year_pad_normalise
+from apibank_lib.tools.common import DT, original_errors, strptime_check, year_pad_normalise
 from apibank_lib.types import Param
 
 __all__ = ["EmergencyKnowledge", "SymptomSearch", "QueryHealthData", "RecordHealthData"]
@@ -74,7 +74,9 @@ class EmergencyKnowledge(Tool):
     read_only = True
 
     def run(self, symptom: Any) -> Any:
-        key = symptom.strip()
+        # A symptom that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            key = symptom.strip()
         if key == "":
             # The original means to refuse a blank symptom but then lower-cases its own error object;
             # the resulting AttributeError text is what the caller sees.
@@ -115,7 +117,9 @@ class SymptomSearch(Tool):
     read_only = True
 
     def run(self, symptom: Any) -> Any:
-        key = _symptom_key(symptom)
+        # A symptom that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            key = _symptom_key(symptom)
         if key not in self.db:
             raise ToolFailure("The symptom does not exist.")
         return [{"name": c["name"], "description": c["description"]} for c in self.db[key]]
@@ -158,16 +162,19 @@ class QueryHealthData(Tool):
     read_only = True
 
     def run(self, user_id: Any, start_time: Any, end_time: Any) -> Any:
-        uid = _user_key(user_id)
+        # An id that is not text fails on .upper() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            uid = _user_key(user_id)
         if uid is None:
             raise ToolFailure("The user id cannot be empty.")
+        # The original keeps a time's parse error as a value and raises it (or both, joined) only now.
         start, end = _moment(start_time), _moment(end_time)
         if isinstance(start, Exception) and isinstance(end, Exception):
             raise ToolFailure(f"{start}; {end}")
         if isinstance(start, Exception):
-            raise start
+            raise ToolFailure(str(start)) from start
         if isinstance(end, Exception):
-            raise end
+            raise ToolFailure(str(end)) from end
         if start > end:
             raise ToolFailure("The start time cannot be later than the end time.")
         if uid not in self.db:
@@ -221,30 +228,40 @@ class RecordHealthData(Tool):
         return {name: kwargs.get(name) for name in self.input_parameters}
 
     def run(self, user_id: Any, time: Any, health_data: Any = None) -> Any:
-        uid = user_id.upper().strip()
+        # An id that is not text fails on .upper() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            uid = user_id.upper().strip()
         if uid == "":
             raise ToolFailure("The user id cannot be empty.")
         when = year_pad_normalise(time, DT)
         if isinstance(when, Exception):
-            raise when
+            raise ToolFailure(str(when)) from when
         if not health_data:
             raise ToolFailure("The health data cannot be empty.")
         names: list[Any] = []
-        for item in health_data:
-            # A membership test, as in the original: on a text item (an unparsed list) it is a substring test.
-            if "name" not in item:
-                raise ToolFailure("The health data has invalid format.")
-            if item["name"] in names:
-                raise ToolFailure("The health data cannot contain duplicate items.")
-            names.append(item["name"])
+        # The original walks the data as given, so data of the wrong shape fails with Python's text:
+        # ``'bool' object is not iterable``; on an item that is not an object, the membership test is
+        # ``argument of type 'int' is not iterable`` or, on text (an unparsed list), a substring test
+        # after which ``string indices must be integers, not 'str'``.
+        with original_errors(TypeError):
+            for item in health_data:
+                if "name" not in item:
+                    raise ToolFailure("The health data has invalid format.")
+                if item["name"] in names:
+                    raise ToolFailure("The health data cannot contain duplicate items.")
+                names.append(item["name"])
         records = self.db.setdefault(uid, [])
         same_time = [record for record in records if record["time"] == when]
         if same_time:
             target = same_time[-1]  # the original keeps the last match
         else:
             target = {"time": when}
-        for item in health_data:
-            target[item["name"]] = item["value"]  # a missing value fails here, with the text 'value'
+        # Items are written one by one, as in the original: an item without a value fails here with the
+        # KeyError text 'value' (earlier items of the same call stay written), a name that is not
+        # hashable with ``unhashable type: 'list'``.
+        with original_errors(KeyError, TypeError):
+            for item in health_data:
+                target[item["name"]] = item["value"]
         if not same_time:
             records.append(target)
         return "success"
@@ -267,4 +284,3 @@ class RecordHealthData(Tool):
         except TypeError:  # an item that is not an object (or data that is not a list)
             return False
         return same_data and self.check(pred, gold)
-

@@ -12,7 +12,7 @@ id, and :meth:`AppointmentRegistration.adopt_recorded` moves the new record to
 the id a recording holds, so that later recorded calls quoting that id work
 when a dialogue is replayed.
 
-No the corrected rule fixes: the spec documents no checker bug for these tools.
+No corrected rule: the original checkers of these tools have no known bug.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import hashlib
 import random
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import D, year_pad_normalise
+from apibank_lib.tools.common import D, original_errors, year_pad_normalise
 from apibank_lib.types import ApiResult, Param
 
 __all__ = ["AppointmentRegistration", "CancelRegistration", "ModifyRegistration", "QueryRegistration"]
@@ -33,12 +33,18 @@ _APPOINTMENTS_SHAPE = DictOf(Record({"patient_name": STR, "date": STR, "doctor_n
 """Record shape of the ``Appointments`` database."""
 
 
-def _date_or_raise(value: Any) -> str:
-    """The normalised date, or the parse error raised."""
+def _date_or_fail(value: Any) -> str:
+    """The normalised date; a date that does not parse fails with the parse error's text, as in the original."""
     date = year_pad_normalise(value, D)
     if isinstance(date, Exception):
-        raise date
+        raise ToolFailure(str(date)) from date
     return date
+
+
+def _stripped(value: Any) -> str:
+    """``value.strip()``; a value that is not text fails with Python's text, as in the original."""
+    with original_errors(AttributeError):
+        return value.strip()
 
 
 def _optional_date(value: Any) -> Any:
@@ -68,10 +74,10 @@ class AppointmentRegistration(Tool):
     writes_database = True
 
     def run(self, patient_name: Any, date: Any, doctor_name: Any) -> Any:
-        patient, doctor = patient_name.strip(), doctor_name.strip()
+        patient, doctor = _stripped(patient_name), _stripped(doctor_name)
         if patient == "" or doctor == "":
             raise ToolFailure("Patient name or doctor name cannot be empty.")
-        day = _date_or_raise(date)
+        day = _date_or_fail(date)
         for record in self.db.values():
             if record["patient_name"] == patient and year_pad_normalise(record["date"], D) == day:
                 if record["doctor_name"] == doctor:
@@ -127,7 +133,7 @@ class CancelRegistration(Tool):
     writes_database = True
 
     def run(self, appointment_id: Any) -> Any:
-        key = appointment_id.strip()
+        key = _stripped(appointment_id)
         if key not in self.db:
             raise ToolFailure("The appointment ID is incorrect.")
         del self.db[key]
@@ -162,17 +168,17 @@ class ModifyRegistration(Tool):
         return {name: kwargs.get(name) for name in self.input_parameters}
 
     def run(self, appointment_id: Any, new_appointment_date: Any = None, new_appointment_doctor: Any = None) -> Any:
-        key = appointment_id.strip()
+        key = _stripped(appointment_id)
         if key not in self.db:
             raise ToolFailure("The appointment ID does not exist.")
         record = self.db[key]
         # The original's order: a bad date is found first but reported only after the empty-doctor check.
         date = _optional_date(new_appointment_date)
-        doctor = _optional_strip(new_appointment_doctor)
+        doctor = None if new_appointment_doctor is None else _stripped(new_appointment_doctor)
         if doctor == "":
             raise ToolFailure("Fail because the doctor name is empty.")
         if isinstance(date, Exception):
-            raise date
+            raise ToolFailure(str(date)) from date
         if date is None and doctor is None:
             raise ToolFailure("Fail because no modification is made.")
         same_date, same_doctor = date == record["date"], doctor == record["doctor_name"]
@@ -221,8 +227,8 @@ class QueryRegistration(Tool):
     read_only = True
 
     def run(self, patient_name: Any, date: Any) -> Any:
-        patient = patient_name.strip()
-        day = _date_or_raise(date)
+        patient = _stripped(patient_name)
+        day = _date_or_fail(date)
         found = {
             appointment_id: record
             for appointment_id, record in self.db.items()
@@ -240,4 +246,3 @@ class QueryRegistration(Tool):
             and pred["output"] == gold["output"]
             and pred["exception"] == gold["exception"]
         )
-

@@ -11,15 +11,15 @@ lies in ``[its check-in, its check-out)`` or the new check-out day lies in
 strictly encloses an existing one is not detected, and check-out is not
 required to follow check-in. The new order id is the number of orders plus one.
 
-No the corrected rule fixes: the checker is the exact one.
+No corrected rule: the checker is the exact one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import INT, STR, DictOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import INT, STR, DictOf, Record
 from apibank_lib.tools.base import Tool
 from apibank_lib.tools.common import D, same_envelope, strptime_check
 from apibank_lib.types import Param
@@ -27,17 +27,17 @@ from apibank_lib.types import Param
 __all__ = ["BookHotel"]
 
 _HOTEL_SHAPE = DictOf(
-        Record(
-            {
-                "hotel_name": STR,
-                "check_in_time": STR,
-                "check_out_time": STR,
-                "room_count": INT,
-                "adult_count": INT,
-                "child_count": INT,
-            }
-        )
+    Record(
+        {
+            "hotel_name": STR,
+            "check_in_time": STR,
+            "check_out_time": STR,
+            "room_count": INT,
+            "adult_count": INT,
+            "child_count": INT,
+        }
     )
+)
 """Record shape of the ``Hotel`` database."""
 
 
@@ -95,4 +95,3 @@ class BookHotel(Tool):
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_envelope(pred, gold)
-

@@ -4,7 +4,7 @@ All of them read a database and none writes one. Two of them stood for live web
 services in the original (Dictionary: a public dictionary API; Translate: Google's
 web translator); here they answer from *recordings* (the ``Dictionary`` and
 ``Translate`` databases: ours bundled, or harvested from an official release's
-gold results by :mod:`apibank_lib.tools.recordings`), so every answer is offline
+gold results by :mod:`apibank_lib.formats.harvest`), so every answer is offline
 and reproducible. Anything not recorded fails with a clear message.
 
 Quirks kept because the official gold depends on them: DocumentQA answers
@@ -12,9 +12,9 @@ Quirks kept because the official gold depends on them: DocumentQA answers
 original tested a question against a list of dicts), and SearchEngine ranks
 with numpy's default, unstable argsort.
 
-the corrected rule fixes:
+Fixes made by the corrected rule:
     * SearchEngine: the original checker crashes (``UnboundLocalError``) when both
-      outputs are None; v2 then judges by the exception alone.
+      outputs are None; the corrected rule then judges by the exception alone.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.errors import DataError, ToolFailure
+from apibank_lib.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import CORRECTED, Tool, ToolEnv, checker_rule
-from apibank_lib.tools.common import D, same_envelope
+from apibank_lib.tools.common import D, original_errors, same_envelope
 from apibank_lib.tools.textsearch import BM25Okapi, word_tokenize
 from apibank_lib.types import Param
 
@@ -55,8 +55,11 @@ _HISTORY_SHAPE = DictOf(ListOf(Record({"Title": STR, "Date": STR, "Description":
 """Record shape of the ``History`` database."""
 
 _SEARCH_ENGINE_SHAPE = Record(
-        {"raw_documents": ListOf(Record({"title": STR, "url": STR, "abstract": STR})), "tokenized_documents": ListOf(ListOf(STR))}
-    )
+    {
+        "raw_documents": ListOf(Record({"title": STR, "url": STR, "abstract": STR})),
+        "tokenized_documents": ListOf(ListOf(STR)),
+    }
+)
 """Record shape of the ``SearchEngine`` database."""
 
 _SPEECH_RECOGNITION_SHAPE = DictOf(STR)
@@ -113,7 +116,7 @@ def resolve_language(value: str | None) -> str:
     a substring of it, wins (so ``to french`` is ``fr`` and ``malayalam`` is ``ms``).
 
     Raises:
-        Exception: ``Language not supported.`` when nothing matches.
+        ToolFailure: ``Language not supported.`` when nothing matches.
     """
     if value is None:
         return "en"
@@ -164,7 +167,9 @@ class Dictionary(Tool):
     database_shape = _DICTIONARY_SHAPE
 
     def run(self, keyword: Any) -> Any:
-        word = normalise_keyword(keyword)
+        # A keyword that is not text fails on .replace() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            word = normalise_keyword(keyword)
         if word not in self.db:
             raise ToolFailure(f"The meaning of '{word}' is not available offline.")
         return self.db[word]
@@ -190,7 +195,9 @@ class Wiki(Tool):
     database_shape = _WIKI_SHAPE
 
     def run(self, keyword: Any) -> Any:
-        key = normalise_keyword(keyword)
+        # A keyword that is not text fails on .replace() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            key = normalise_keyword(keyword)
         if key not in self.db:
             raise ToolFailure("Keyword not found.")
         article = self.db[key]
@@ -230,7 +237,10 @@ class SearchEngine(Tool):
         return BM25Okapi(tokenized)
 
     def run(self, keyword: Any) -> Any:
-        query = word_tokenize(keyword.lower().strip())
+        # A keyword that is not text fails on .lower() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            keyword = keyword.lower().strip()
+        query = word_tokenize(keyword)
         return [self.db["raw_documents"][i] for i in self.index.top_n(query, 2)]
 
     @staticmethod
@@ -272,7 +282,9 @@ class DocumentQA(Tool):
     database_shape = _QUESTION_ANSWERING_SHAPE
 
     def run(self, url: Any, question: Any) -> Any:
-        u, q = url.strip(), question.strip()
+        # A url or question that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            u, q = url.strip(), question.strip()
         if not q:
             raise ToolFailure("The question is empty.")
         if u not in self.db:
@@ -303,9 +315,11 @@ class QueryHistoryToday(Tool):
     database_shape = _HISTORY_SHAPE
 
     def run(self, date: Any) -> Any:
-        key = history_date(date)
+        # A date that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            key = history_date(date)
         if isinstance(key, Exception):
-            raise key
+            raise ToolFailure(str(key)) from key  # the filter's parse error, kept as a value
         if key not in self.db:
             raise ToolFailure("The date is not in the database.")
         return [
@@ -345,9 +359,11 @@ class Translate(Tool):
         return {"src": kwargs["src"], **kwargs}
 
     def run(self, src: Any, src_lang: Any = None, tgt_lang: Any = None) -> Any:
-        if src_lang is not None:
-            resolve_language(src_lang)  # validated only: recordings are keyed by text and target
-        target = resolve_language(tgt_lang)
+        # A language that is not text fails on .lower() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            if src_lang is not None:
+                resolve_language(src_lang)  # validated only: recordings are keyed by text and target
+            target = resolve_language(tgt_lang)
         for record in self.db:
             if record["src"] == src and record["tgt"] == target:
                 return record["output"]
@@ -375,7 +391,9 @@ class ImageCaption(Tool):
     database_shape = _IMAGE_CAPTIONING_SHAPE
 
     def run(self, url: Any) -> Any:
-        u = url.strip()
+        # A url that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            u = url.strip()
         if not u.endswith((".jpg", ".jpeg", ".png")):
             raise ToolFailure("The url should end with .jpg, .jpeg or .png.")
         for item in self.db:
@@ -399,7 +417,9 @@ class SpeechRecognition(Tool):
     database_shape = _SPEECH_RECOGNITION_SHAPE
 
     def run(self, url: Any) -> Any:
-        u = url.strip()
+        # A url that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            u = url.strip()
         if not u.endswith(".wav"):
             raise ToolFailure("The url should end with .wav.")
         if u not in self.db:
@@ -408,4 +428,3 @@ class SpeechRecognition(Tool):
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return same_envelope(pred, gold)
-

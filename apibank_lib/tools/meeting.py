@@ -11,7 +11,7 @@ Details kept from the original:
 
 * AddMeeting keys a new meeting with the text of the largest numeric key plus
   one (``"0"`` in an empty database) and stores ``attendees`` as received: under
-  the ``paper`` conversion a list written as text stays text.
+  the original conversion a list written as text stays text.
 * Meetings are found by exact topic **or** exact start time, first match in
   database order; ModifyMeeting never changes ``location`` or ``attendees``.
 * The Add/Modify/Query checkers remove ``meeting_topic`` from both inputs they
@@ -21,7 +21,7 @@ Checker fix (the corrected rule):
 
 * DeleteMeeting: when both calls succeed, the original checker reads
   ``input['time']``, a key this API does not have, so a correct deletion is
-  always judged incorrect. The v2 rule compares what identifies the deleted
+  always judged incorrect. The corrected rule compares what identifies the deleted
   meeting instead: topic word-Jaccard > 0.5 and an equal ``start_time``.
 """
 
@@ -29,26 +29,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import CORRECTED, Tool, checker_rule
-from apibank_lib.tools.common import jaccard, next_numeric_key, similar_topic_same_rest, strptime_check
+from apibank_lib.tools.common import (
+    jaccard,
+    next_numeric_key,
+    original_errors,
+    similar_topic_same_rest,
+    strptime_check,
+)
 from apibank_lib.types import Param
 
 __all__ = ["AddMeeting", "DeleteMeeting", "ModifyMeeting", "QueryMeeting"]
 
 _MEETING_SHAPE = DictOf(
-        Record(
-            {
-                "meeting_topic": STR,
-                "start_time": STR,
-                "end_time": STR,
-                "location": STR,
-                "attendees": ListOf(STR),
-                "username": STR,
-            }
-        )
+    Record(
+        {
+            "meeting_topic": STR,
+            "start_time": STR,
+            "end_time": STR,
+            "location": STR,
+            "attendees": ListOf(STR),
+            "username": STR,
+        }
     )
+)
 """Record shape of the ``Meeting`` database."""
 
 
@@ -67,13 +73,19 @@ def _inputs(purpose: str) -> dict[str, Param]:
 _STATUS = {"status": Param("str", "success or failed")}
 
 
+def _blank_topic(meeting_topic: Any) -> bool:
+    """Whether the topic is blank; a topic that is not text fails on .strip() with Python's text, as in the original."""
+    with original_errors(AttributeError):
+        return meeting_topic.strip() == ""
+
+
 def _validate_lookup(meeting_topic: Any, start_time: Any, end_time: Any) -> None:
     """Checks made before the token by Delete, Modify and Query: given times parse; topic or start given."""
     if start_time:
         strptime_check(start_time)
     if end_time:
         strptime_check(end_time)
-    if meeting_topic.strip() == "" and not start_time:
+    if _blank_topic(meeting_topic) and not start_time:
         raise ToolFailure("Meeting Topic and start_time should not be null both")
 
 
@@ -109,7 +121,7 @@ class AddMeeting(Tool):
     def run(self, token: Any, meeting_topic: Any, start_time: Any, end_time: Any, location: Any, attendees: Any) -> Any:
         strptime_check(start_time)
         strptime_check(end_time)
-        if meeting_topic.strip() == "":
+        if _blank_topic(meeting_topic):
             raise ToolFailure("Meeting Topic should not be null")
         key = next_numeric_key(self.db)
         username = self.username_for(token)
@@ -219,4 +231,3 @@ class QueryMeeting(Tool):
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return similar_topic_same_rest(pred, gold)
-

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import STR, DictOf, Record
 from apibank_lib.tools.base import Tool
-from apibank_lib.tools.common import jaccard, next_numeric_key, require_same_api, strptime_check
+from apibank_lib.tools.common import jaccard, next_numeric_key, original_errors, require_same_api, strptime_check
 from apibank_lib.types import Param
 
 __all__ = ["AddReminder", "DeleteReminder", "ModifyReminder", "QueryReminder"]
@@ -37,7 +37,10 @@ _STATUS = {"status": Param("str", "success or failed")}
 def _validate(content: Any, time: Any) -> None:
     """The checks every reminder tool makes before the token: a valid time, then non-blank content."""
     strptime_check(time)
-    if content.strip() == "":
+    # Content that is not text fails on .strip() with Python's text, as in the original.
+    with original_errors(AttributeError):
+        blank = content.strip() == ""
+    if blank:
         raise ToolFailure("Content should not be null")
 
 
@@ -185,4 +188,3 @@ class QueryReminder(Tool):
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _check_reminder(pred, gold)
-

@@ -19,7 +19,7 @@ Fixes made by the corrected rule:
 * TimedSwitch, CancelTimedSwitch: the gold records were made with an older
   signature whose device parameter was called ``device_id``; the original
   checker raises ``KeyError`` on them. Ours reads ``device_id`` where ``name``
-  is absent (the ``v2`` conversion also accepts ``device_id`` as an alias).
+  is absent (the typed conversion also accepts ``device_id`` as an alias).
 
 QueryScene's gold records expect title-cased device names that the shipped
 data does not have: a data defect, so its checker is unchanged.
@@ -31,10 +31,10 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from apibank_lib.shapes import BOOL, STR, DictOf, ListOf, Record
 from apibank_lib.errors import ToolFailure
+from apibank_lib.shapes import BOOL, STR, DictOf, ListOf, Record
 from apibank_lib.tools.base import CORRECTED, Tool, checker_rule
-from apibank_lib.tools.common import DT, year_pad_normalise
+from apibank_lib.tools.common import DT, original_errors, year_pad_normalise
 from apibank_lib.types import ApiResult, Param
 
 __all__ = ["AddScene", "DeleteScene", "ModifyScene", "QueryScene", "TimedSwitch", "CancelTimedSwitch"]
@@ -47,8 +47,10 @@ _TIME_SWITCH_SHAPE = DictOf(ListOf(Record({"time": STR, "on": BOOL})))
 
 
 def _scene_key(name: Any) -> str:
-    """The stored form of a scene name; raises on a blank one."""
-    key = name.strip().lower()
+    """The stored form of a scene name; fails on a blank one."""
+    # A name that is not text fails on .strip() with Python's text, as in the original.
+    with original_errors(AttributeError):
+        key = name.strip().lower()
     if key == "":
         raise ToolFailure("Scene name cannot be empty.")
     return key
@@ -57,16 +59,22 @@ def _scene_key(name: Any) -> str:
 def _normalise_devices(devices: Any) -> Any:
     """Validate and normalise a device list in place, then sort it by name (the original's order of checks)."""
     seen: set[str] = set()
-    for device in devices:
-        # A membership test, as in the original: on a text item it is a substring test.
-        if "name" not in device or "description" not in device:
-            raise ToolFailure("Invalid device format.")
-        device["name"] = device["name"].strip().lower()
-        device["description"] = device["description"].strip()
-        if device["name"] in seen:
-            raise ToolFailure("Device name cannot be duplicated.")
-        seen.add(device["name"])
-    devices.sort(key=lambda d: d["name"])
+    # The original walks the devices as given, so a list of the wrong shape fails with Python's text:
+    # ``'NoneType' object is not iterable``; ``'str' object has no attribute 'sort'`` for empty text
+    # (any other text fails the membership test, which on text is a substring test); on an item
+    # that is not an object ``argument of type 'int' is not iterable`` or, on text that contains both
+    # key names, ``string indices must be integers, not 'str'``; ``'int' object has no attribute
+    # 'strip'`` for a name or description that is not text.
+    with original_errors(TypeError, AttributeError):
+        for device in devices:
+            if "name" not in device or "description" not in device:
+                raise ToolFailure("Invalid device format.")
+            device["name"] = device["name"].strip().lower()
+            device["description"] = device["description"].strip()
+            if device["name"] in seen:
+                raise ToolFailure("Device name cannot be duplicated.")
+            seen.add(device["name"])
+        devices.sort(key=lambda d: d["name"])
     return devices
 
 
@@ -221,6 +229,12 @@ class QueryScene(Tool):
         return _same_scene_result(pred, gold)
 
 
+def _device_key(name: Any) -> str:
+    """A device name stripped and lower-cased; a name that is not text fails with Python's text, as in the original."""
+    with original_errors(AttributeError):
+        return name.strip().lower()
+
+
 def _name(inp: dict[str, Any]) -> Any:
     """The device a timed-switch envelope names, read as the original checkers do."""
     return inp["name"]
@@ -263,12 +277,12 @@ class TimedSwitch(Tool):
     aliases = {"device_id": "name"}
 
     def run(self, name: Any, time: Any, on: Any) -> Any:
-        device = name.strip().lower()
+        device = _device_key(name)
         if device == "":
             raise ToolFailure("Name cannot be empty.")
         when = year_pad_normalise(time, DT)
         if isinstance(when, Exception):
-            raise when
+            raise ToolFailure(str(when)) from when
         schedule = self.db.setdefault(device, [])
         for entry in schedule:
             if entry["time"] == when:
@@ -302,12 +316,12 @@ class CancelTimedSwitch(Tool):
     aliases = {"device_id": "name"}
 
     def run(self, name: Any, time: Any) -> Any:
-        device = name.strip().lower()
+        device = _device_key(name)
         if device == "":
             raise ToolFailure("name cannot be empty.")
         when = year_pad_normalise(time, DT)
         if isinstance(when, Exception):
-            raise when
+            raise ToolFailure(str(when)) from when
         if device not in self.db:
             raise ToolFailure("device name does not exist.")
         schedule = self.db[device]
@@ -323,4 +337,3 @@ class CancelTimedSwitch(Tool):
     @checker_rule(CORRECTED)
     def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return _same_switch(pred, gold, _device)
-

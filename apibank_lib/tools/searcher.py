@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.search import search_text
 from apibank_lib.errors import ToolFailure
+from apibank_lib.search import search_text
 from apibank_lib.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
 from apibank_lib.types import Param, ToolSchema
 
@@ -69,7 +69,10 @@ class ToolSearcher(Tool):
     @checker_rule(CORRECTED)
     def check_corrected(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         # Judge the retrieval, not the description text (which changes between releases).
-        return retrieved_names(pred["output"]) == retrieved_names(gold["output"]) and pred["exception"] == gold["exception"]
+        return (
+            retrieved_names(pred["output"]) == retrieved_names(gold["output"])
+            and pred["exception"] == gold["exception"]
+        )
 
 
 class Level3ToolSearcher(ToolSearcher):

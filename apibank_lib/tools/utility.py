@@ -12,6 +12,7 @@ from typing import Any
 
 from apibank_lib.errors import ToolFailure
 from apibank_lib.tools.base import Tool
+from apibank_lib.tools.common import original_errors
 from apibank_lib.types import Param
 
 __all__ = ["GetToday", "SendEmail", "PlayMusic", "TODAY"]
@@ -58,7 +59,9 @@ class SendEmail(Tool):
     output_parameters = {"status": Param("str", "success or failed")}
 
     def run(self, receiver: Any, subject: Any, content: Any) -> Any:
-        receiver, subject, content = receiver.strip(), subject.strip(), content.strip()
+        # A value that is not text fails on .strip() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            receiver, subject, content = receiver.strip(), subject.strip(), content.strip()
         if not _RECEIVER.match(receiver):
             raise ToolFailure("Email address of the receiver is invalid.")
         if not subject:
@@ -88,11 +91,12 @@ class PlayMusic(Tool):
     output_parameters = {"music_url": Param("str", "The address of the music now playing.")}
 
     def run(self, music_name: Any) -> Any:
-        music = music_name.lower().strip()
+        # A name that is not text fails on .lower() with Python's text, as in the original.
+        with original_errors(AttributeError):
+            music = music_name.lower().strip()
         if not music:
             raise ToolFailure("The music name cannot be empty.")
         return "music://" + music
 
     def check(self, pred: dict[str, Any], gold: dict[str, Any]) -> bool:
         return pred["output"] == gold["output"]  # only the result is judged
-

@@ -9,8 +9,8 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import MissingParameterError
-from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.agenda import AddAgenda, DeleteAgenda, ModifyAgenda, QueryAgenda
+from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
 
@@ -117,9 +117,7 @@ def test_add_agenda_errors_in_order(args: dict[str, str], message: str) -> None:
 def test_add_agenda_requires_every_argument() -> None:
     args = item()
     del args["location"]
-    with pytest.raises(
-        MissingParameterError, match=r"AddAgenda.call\(\) missing 1 required positional argument: 'location'"
-    ):
+    with pytest.raises(MissingParameterError, match=r"^missing required parameter location of AddAgenda$"):
         sandbox().execute(ApiCall("AddAgenda", args))
 
 

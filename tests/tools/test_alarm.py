@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from apibank_lib.databases import load_databases
-from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.alarm import AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm
+from apibank_lib.tools.base import LEVEL12
+from apibank_lib.tools.registry import tool_classes, tools_defined_in
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
 
@@ -159,5 +160,7 @@ def test_alarm_checks_compare_the_whole_envelope(tool: type) -> None:
 
 
 def test_alarm_tools_are_listed_in_order() -> None:
-    assert TOOLS == (AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm)
+    # tools_defined_in keeps the module's definition order; tool sets sort by name, which here is the same.
+    assert TOOLS == [AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm]
+    assert [t for t in tool_classes(LEVEL12) if t in TOOLS] == TOOLS
     assert list(ModifyAlarm.input_parameters) == ["token", "from_time", "to_time"]

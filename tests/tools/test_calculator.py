@@ -29,7 +29,14 @@ def test_results_match_the_original_on_well_formed_formulas(formula: str, value:
 
 @pytest.mark.parametrize(
     ("formula", "value"),
-    [("-5+3", -2.0), ("3+(-2)", 1.0), ("((1+2)*3)", 9.0), ("2*(3+(4-(1+1)))", 10.0), ("5*-3", -15.0), ("-(2+3)*-1", 5.0)],
+    [
+        ("-5+3", -2.0),
+        ("3+(-2)", 1.0),
+        ("((1+2)*3)", 9.0),
+        ("2*(3+(4-(1+1)))", 10.0),
+        ("5*-3", -15.0),
+        ("-(2+3)*-1", 5.0),
+    ],
 )
 def test_inputs_that_broke_the_original_are_answered_correctly(formula: str, value: float) -> None:
     # The original loops forever on a leading minus and fails on nested parentheses.

@@ -234,7 +234,10 @@ def test_record_health_data_check_ignores_health_data_and_check_v2_compares_it()
     assert tool.check(wrong, gold) is True
     assert tool.check_corrected(wrong, gold) is False
     reordered = [{"name": "blood_pressure", "value": [120, 80]}, {"name": "heart_rate", "value": 80}]
-    assert tool.check_corrected(env("RecordHealthData", {**wrong["input"], "health_data": reordered}, "success"), gold) is True
+    assert (
+        tool.check_corrected(env("RecordHealthData", {**wrong["input"], "health_data": reordered}, "success"), gold)
+        is True
+    )
     assert (
         tool.check_corrected(
             env("RecordHealthData", {**wrong["input"], "user_id": "Q2", "health_data": reordered}, "success"), gold

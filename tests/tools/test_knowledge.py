@@ -9,7 +9,6 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import DataError, InvalidParameterError, MissingParameterError
-from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.knowledge import (
     LANGUAGES,
     Dictionary,
@@ -24,6 +23,7 @@ from apibank_lib.tools.knowledge import (
     resolve_language,
     tokenize_document,
 )
+from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
 
@@ -181,7 +181,9 @@ def test_search_engine_check_crashes_on_missing_outputs_and_v2_fixes_it() -> Non
         s.check(both_failed, dict(both_failed))
     assert s.check_corrected(both_failed, dict(both_failed))
     assert not s.check_corrected(both_failed, env("SearchEngine", {"keyword": "x"}, None, "other"))
-    assert not s.check_corrected(env("SearchEngine", {"keyword": "x"}, None), env("SearchEngine", {"keyword": "x"}, DOCS[:2]))
+    assert not s.check_corrected(
+        env("SearchEngine", {"keyword": "x"}, None), env("SearchEngine", {"keyword": "x"}, DOCS[:2])
+    )
     gold = env("SearchEngine", {"keyword": "solar"}, [DOCS[1], DOCS[4]])
     assert s.check_corrected(env("SearchEngine", {"keyword": "s"}, [DOCS[4], DOCS[1]]), gold)
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from apibank_lib.databases import load_databases
-from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.tools.meeting import AddMeeting, DeleteMeeting, ModifyMeeting, QueryMeeting
+from apibank_lib.tools.registry import tools_defined_in
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
 

@@ -9,6 +9,7 @@ import pytest
 
 from apibank_lib.databases import load_databases
 from apibank_lib.errors import InvalidParameterError
+from apibank_lib.tools.base import CORRECTED, ORIGINAL
 from apibank_lib.tools.scene import AddScene, CancelTimedSwitch, DeleteScene, ModifyScene, QueryScene, TimedSwitch
 from apibank_lib.types import ApiCall
 from tests.helpers import sandbox_for
@@ -197,7 +198,8 @@ def test_query_scene_check_has_no_v2_change() -> None:
     out = [{"name": "kettle", "description": "Electric kettle"}]
     gold = env("QueryScene", {"name": "Tea Party"}, [{"name": "Kettle", "description": "Electric kettle"}])
     pred = env("QueryScene", {"name": "tea party"}, out)
-    assert not QueryScene().check(pred, gold) and not QueryScene().check_corrected(pred, gold)
+    assert QueryScene.checker_rules() == (ORIGINAL,)  # the corrected protocol falls back to the original rule
+    assert not QueryScene().check(pred, gold) and not QueryScene().checker((CORRECTED, ORIGINAL))(pred, gold)
     assert QueryScene().check(pred, env("QueryScene", {"name": "TEA PARTY "}, out))
 
 
@@ -266,7 +268,9 @@ def test_timed_switch_check_v2_reads_gold_device_id() -> None:
     with pytest.raises(KeyError):
         TimedSwitch().check(pred, gold)
     assert TimedSwitch().check_corrected(pred, gold) is True
-    assert TimedSwitch().check_corrected(env("TimedSwitch", {**pred["input"], "name": "12346"}, "success"), gold) is False
+    assert (
+        TimedSwitch().check_corrected(env("TimedSwitch", {**pred["input"], "name": "12346"}, "success"), gold) is False
+    )
 
 
 # --- CancelTimedSwitch -------------------------------------------------------------------------------
