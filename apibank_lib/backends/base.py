@@ -82,7 +82,7 @@ class Backend:
         default_target: the target used when a spec has none (``llamacpp`` ->
             ``gemma-3-270m``); None when a target is required or not accepted.
 
-    Instances have ``name``, the spec they were built from.
+    Instances have ``name``, the model spec they were built from.
     """
 
     kind: ClassVar[str]
