@@ -10,12 +10,21 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# llama.cpp is compiled for AVX2/FMA/F16C instead of -march=native: some virtual machines advertise AMX
+# tiles that their kernel does not enable, and a native build then dies with SIGILL at the first matrix
+# product. The wheel is built once into .whl/ (pip's own cache would hand back a native build instead).
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
+LLAMA_WHEELS  := .whl/llama-avx2
+
 # torch first, pinned to the CPU build that lies on disk here: anything that pulls torch
 # unpinned would otherwise download a multi-GB CUDA build.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[all]'
+	ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(BIN)/pip install -q --find-links $(LLAMA_WHEELS) -e '.[all]'
 	touch $(STAMP)
 
 # The bundled benchmark: statistics beside the paper's, validation, the gold replay under both

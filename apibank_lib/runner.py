@@ -115,9 +115,10 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def _folder_name(identity: dict[str, Any], protocol: str) -> str:
+    """``<backend>-<model file or name>-<protocol>-<hash of the identity>``."""
     model = identity["model"]
-    label = "-".join(str(model[k]) for k in ("backend", "model") if model.get(k)) or "run"
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(label).name if "/" in label else label).strip("-")[:60]
+    parts = [str(model["backend"])] + ([Path(str(model["model"])).name] if model.get("model") else [])
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(parts)).strip("-")[:60]
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
     return f"{slug}-{protocol}-{digest}"
 

