@@ -62,7 +62,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     stats["data_name"] = bench.name
     stats["official_release"] = bench.official
     stats["data_fingerprint"] = bench.fingerprint
-    stats["reported"] = {"source": SOURCE, "evaluation": PAPER_CORPUS["evaluation"], "official_release_counts": OFFICIAL_RELEASE_COUNTS}
+    stats["reported"] = {
+        "source": SOURCE,
+        "evaluation": PAPER_CORPUS["evaluation"],
+        "official_release_counts": OFFICIAL_RELEASE_COUNTS,
+    }
     if args.json:
         _print_json(stats)
         return 0
@@ -90,7 +94,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
         rows.append(row)
     label = f"{bench.name} data"
     print(f"Benchmark: {bench.root}{' (official release)' if bench.official else ''}")
-    print(_table(rows, [f"per level: {label} (official release, counted)", "L1 Call", "L2 Retrieve+Call", "L3 Plan+Retrieve+Call"]))
+    print(
+        _table(
+            rows,
+            [f"per level: {label} (official release, counted)", "L1 Call", "L2 Retrieve+Call", "L3 Plan+Retrieve+Call"],
+        )
+    )
     t, p = stats["total"], PAPER_CORPUS["evaluation"]
     total_rows = [
         ["domains", t["domains"], p["domains"]],
@@ -159,19 +168,26 @@ def cmd_search(args: argparse.Namespace) -> int:
     from apibank_lib.search import default_searcher
 
     if not args.keywords.strip():
-        raise ConfigError("give some keywords to search for, e.g. apibank search \"book a hotel room\"")
+        raise ConfigError('give some keywords to search for, e.g. apibank search "book a hotel room"')
     if args.k < 1:
         raise ConfigError(f"-k must be at least 1, not {args.k}")
     bench = load_benchmark(args.data)
     index = default_searcher(bench.toolset(args.level).searchable())
     truncated = getattr(index.embedder, "truncates", None)
     if truncated is not None and truncated(args.keywords):
-        _warn(f"the query is longer than the embedding model reads ({index.embedder.max_tokens} tokens); only its beginning is used")
+        _warn(
+            f"the query is longer than the embedding model reads ({index.embedder.max_tokens} tokens); only its beginning is used"
+        )
     ranked = index.search(args.keywords, args.k)
     if args.json:
         _print_json([{"name": s.name, "score": round(score, 6), "description": s.description} for s, score in ranked])
         return 0
-    print(_table([[i + 1, s.name, f"{score:.4f}", s.description] for i, (s, score) in enumerate(ranked)], ["rank", "API", "cosine", "description"]))
+    print(
+        _table(
+            [[i + 1, s.name, f"{score:.4f}", s.description] for i, (s, score) in enumerate(ranked)],
+            ["rank", "API", "cosine", "description"],
+        )
+    )
     return 0
 
 
@@ -199,8 +215,13 @@ def cmd_apis(args: argparse.Namespace) -> int:
                 "name": name,
                 "domain": cls.domain,
                 "description": schema.description,
-                "input_parameters": {k: {"type": p.type, "required": p.required, "description": p.description} for k, p in schema.input_parameters.items()},
-                "output_parameters": {k: {"type": p.type, "description": p.description} for k, p in schema.output_parameters.items()},
+                "input_parameters": {
+                    k: {"type": p.type, "required": p.required, "description": p.description}
+                    for k, p in schema.input_parameters.items()
+                },
+                "output_parameters": {
+                    k: {"type": p.type, "description": p.description} for k, p in schema.output_parameters.items()
+                },
                 "searchable": cls.searchable,
             }
         )
@@ -209,7 +230,9 @@ def cmd_apis(args: argparse.Namespace) -> int:
         return 0
     rows = []
     for a in apis:
-        params = ", ".join(f"{k}: {p['type']}" + ("" if p["required"] else " (optional)") for k, p in a["input_parameters"].items())
+        params = ", ".join(
+            f"{k}: {p['type']}" + ("" if p["required"] else " (optional)") for k, p in a["input_parameters"].items()
+        )
         rows.append([a["name"], a["domain"], params or "-"])
     print(f"{len(apis)} APIs of the {toolset.name} tool set (level {args.level}; {bench.name} data)")
     print(_table(rows, ["API", "domain", "parameters"]))
@@ -236,7 +259,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for p in report.defects:
             print(f"data defect: {p}")
         what = "official release: format checked, gold calls replayed under v2"
-        defects = f"; {len(report.defects)} gold call(s) judged wrong under v2 (data defects of the release, listed above)" if report.defects else ""
+        defects = (
+            f"; {len(report.defects)} gold call(s) judged wrong under v2 (data defects of the release, listed above)"
+            if report.defects
+            else ""
+        )
         print(("valid " if report.valid else f"{len(report.problems)} problem(s) in the ") + what + defects)
     else:
         print("valid" if report.valid else f"{len(report.problems)} problem(s)")
@@ -250,12 +277,19 @@ def cmd_build_data(args: argparse.Namespace) -> int:
         print(preview(args.preview, args.data))
         return 0
     report = build(args.src, args.data, check=args.check)
-    summary = {"dialogues": {str(k): v for k, v in sorted(report.dialogues.items())}, "level3_items": report.items, "files": len(report.files), "checked": args.check}
+    summary = {
+        "dialogues": {str(k): v for k, v in sorted(report.dialogues.items())},
+        "level3_items": report.items,
+        "files": len(report.files),
+        "checked": args.check,
+    }
     if args.json:
         _print_json(summary)
     else:
         verb = "up to date" if args.check else "written"
-        print(f"{summary['files']} files {verb}: level-1 {report.dialogues.get(1, 0)}, level-2 {report.dialogues.get(2, 0)} dialogues, level-3 {report.items} items")
+        print(
+            f"{summary['files']} files {verb}: level-1 {report.dialogues.get(1, 0)}, level-2 {report.dialogues.get(2, 0)} dialogues, level-3 {report.items} items"
+        )
     return 0
 
 
@@ -294,12 +328,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     result = run(config, progress=not args.json)
     metrics = score_run(result.path)
-    out = {"run": str(result.path), "requested": result.total, "skipped": result.skipped, "answered": result.answered, "failed": result.failed, "elapsed_s": round(result.elapsed_s, 2), "metrics": metrics}
+    out = {
+        "run": str(result.path),
+        "requested": result.total,
+        "skipped": result.skipped,
+        "answered": result.answered,
+        "failed": result.failed,
+        "elapsed_s": round(result.elapsed_s, 2),
+        "metrics": metrics,
+    }
     if args.json:
         _print_json(out)
     else:
         print(f"run folder: {result.path}")
-        print(f"{result.answered} answered, {result.failed} failed, {result.skipped} already done, in {result.elapsed_s:.1f} s")
+        print(
+            f"{result.answered} answered, {result.failed} failed, {result.skipped} already done, in {result.elapsed_s:.1f} s"
+        )
         _print_metrics(metrics)
     return 0
 
@@ -307,20 +351,41 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _print_metrics(metrics: dict[str, Any]) -> None:
     rows = []
     for lv, m in metrics["levels"].items():
-        acc = "" if m["api_accuracy"] is None else f"{100 * m['api_accuracy']:.2f}% ({m['api_correct']}/{m['api_samples']})"
+        acc = (
+            ""
+            if m["api_accuracy"] is None
+            else f"{100 * m['api_accuracy']:.2f}% ({m['api_correct']}/{m['api_samples']})"
+        )
         rouge = "" if m["rouge_l"] is None else f"{m['rouge_l']:.4f} (n={m['response_samples']})"
-        ep = f"{100 * m['episode_success_rate']:.1f}% ({m['episodes_succeeded']}/{m['episodes']})" if "episodes" in m else ""
+        ep = (
+            f"{100 * m['episode_success_rate']:.1f}% ({m['episodes_succeeded']}/{m['episodes']})"
+            if "episodes" in m
+            else ""
+        )
         rows.append([lv, acc, rouge, ep, m["backend_errors"]])
     o = metrics["overall"]
-    rows.append(["all", "" if o["api_accuracy"] is None else f"{100 * o['api_accuracy']:.2f}%", "" if o["rouge_l"] is None else f"{o['rouge_l']:.4f}", "", o["backend_errors"]])
+    rows.append(
+        [
+            "all",
+            "" if o["api_accuracy"] is None else f"{100 * o['api_accuracy']:.2f}%",
+            "" if o["rouge_l"] is None else f"{o['rouge_l']:.4f}",
+            "",
+            o["backend_errors"],
+        ]
+    )
     cov = metrics["coverage"]
     partial = " [PARTIAL]" if metrics["partial"] else ""
     print(f"{metrics['model']} under protocol {metrics['protocol']}{partial}")
     print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "episodes solved", "failed in the backend"]))
-    print(f"coverage: {cov['answered']} answered, {cov['failed']} failed, {cov['missing']} missing of {cov['expected']} expected", end="")
+    print(
+        f"coverage: {cov['answered']} answered, {cov['failed']} failed, {cov['missing']} missing of {cov['expected']} expected",
+        end="",
+    )
     print(f"; {cov['lines_dropped']} unreadable line(s) left out" if cov["lines_dropped"] else "")
     if cov["failed"]:
-        print(f"{cov['failed']} sample(s) got no answer from the backend and count as wrong; run the same command again with --retry-failed")
+        print(
+            f"{cov['failed']} sample(s) got no answer from the backend and count as wrong; run the same command again with --retry-failed"
+        )
     if cov["missing"]:
         print("the run is incomplete: run the same `apibank run` command again to resume it")
 
@@ -345,11 +410,17 @@ def build_parser() -> argparse.ArgumentParser:
     from apibank_lib.protocols import PROTOCOLS, V2
 
     protocols = list(PROTOCOLS)
-    parser = argparse.ArgumentParser(prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search, runs and grading.")
+    parser = argparse.ArgumentParser(
+        prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search, runs and grading."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--data", default=None, help="benchmark root (default: the bundled benchmark; or an official API-Bank release)")
+        p.add_argument(
+            "--data",
+            default=None,
+            help="benchmark root (default: the bundled benchmark; or an official API-Bank release)",
+        )
         p.add_argument("--json", action="store_true", help="machine-readable JSON output")
 
     p = sub.add_parser("stats", help="corpus statistics, with the paper's figures beside ours")
@@ -367,13 +438,17 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("keywords")
     p.add_argument("-k", type=int, default=5, help="how many APIs to list")
-    p.add_argument("--level", type=int, choices=[1, 3], default=1, help="search the level-1/2 (default) or level-3 tool set")
+    p.add_argument(
+        "--level", type=int, choices=[1, 3], default=1, help="search the level-1/2 (default) or level-3 tool set"
+    )
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("call", help="execute one call such as \"[GetToday()]\" in a fresh sandbox and print its result")
+    p = sub.add_parser("call", help='execute one call such as "[GetToday()]" in a fresh sandbox and print its result')
     common(p)
     p.add_argument("call")
-    p.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="which tool set and databases (1 and 2 share one)")
+    p.add_argument(
+        "--level", type=int, choices=[1, 2, 3], default=1, help="which tool set and databases (1 and 2 share one)"
+    )
     p.add_argument("--protocol", choices=protocols, default=V2.name, help="argument conversion rules")
     p.set_defaults(func=cmd_call)
 
@@ -382,34 +457,62 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="which tool set (1 and 2 share one)")
     p.set_defaults(func=cmd_apis)
 
-    p = sub.add_parser("validate", help="check a benchmark (an official release: format and replay; ours: every authoring rule)")
+    p = sub.add_parser(
+        "validate", help="check a benchmark (an official release: format and replay; ours: every authoring rule)"
+    )
     common(p)
     p.add_argument("--min-uses", type=int, default=2, help="our benchmark: minimum uses of each level-1/2 tool")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("build-data", help="build the bundled benchmark from data/src, recording gold results with our tools")
+    p = sub.add_parser(
+        "build-data", help="build the bundled benchmark from data/src, recording gold results with our tools"
+    )
     common(p)
     p.add_argument("--src", default=None, help="source folder (default: data/src)")
     p.add_argument("--check", action="store_true", help="only verify that the built files are up to date")
-    p.add_argument("--preview", default=None, metavar="FILE", help="execute one source file and print every call's result")
+    p.add_argument(
+        "--preview", default=None, metavar="FILE", help="execute one source file and print every call's result"
+    )
     p.set_defaults(func=cmd_build_data)
 
     p = sub.add_parser("run", help="run a model over the benchmark into a resumable run folder, then score it")
     common(p)
-    p.add_argument("--model", required=True, help="llamacpp:gemma-3-270m, openai:<model>@<base_url>, hf:<path>, oracle, no-call, heuristic")
-    p.add_argument("--level", type=int, choices=[1, 2, 3], action="append", help="repeat for several levels (default: all)")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="llamacpp:gemma-3-270m, openai:<model>@<base_url>, hf:<path>, oracle, no-call, heuristic",
+    )
+    p.add_argument(
+        "--level", type=int, choices=[1, 2, 3], action="append", help="repeat for several levels (default: all)"
+    )
     p.add_argument("--limit", type=int, default=None, help="at most N samples (level-3 episodes) per level")
-    p.add_argument("--out", default=None, help="run folder (default: ./runs/<model>-<protocol>-<settings hash>, or under $APIBANK_RUNS)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="run folder (default: ./runs/<model>-<protocol>-<settings hash>, or under $APIBANK_RUNS)",
+    )
     p.add_argument("--protocol", choices=protocols, default=V2.name)
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (HTTP backends)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--shots", type=int, choices=[0, 1], default=0, help="prepend one worked example (helps small base models)")
+    p.add_argument(
+        "--shots", type=int, choices=[0, 1], default=0, help="prepend one worked example (helps small base models)"
+    )
     p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--level3", choices=["steps", "loop", "both"], default="steps", help="teacher-forced steps, agent episodes, or both")
+    p.add_argument(
+        "--level3",
+        choices=["steps", "loop", "both"],
+        default="steps",
+        help="teacher-forced steps, agent episodes, or both",
+    )
     p.add_argument("--max-steps", type=int, default=12, help="agent-loop step limit")
     p.add_argument("--native-tools", action="store_true", help="native tool calling (openai backend)")
     p.add_argument("--retry-failed", action="store_true", help="re-run samples whose backend call failed")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="backend option, e.g. mode=tools, timeout_s=60, adapter=path (checked against the backend)")
+    p.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="backend option, e.g. mode=tools, timeout_s=60, adapter=path (checked against the backend)",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="score run folders (never queries a model)")
@@ -438,7 +541,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except RunStopped as exc:
         resume = "apibank " + shlex.join(argv)
-        _fail(args, type(exc).__name__, f"{exc}. {exc.saved} prediction(s) are saved in {exc.folder}; resume with: {resume}")
+        _fail(
+            args,
+            type(exc).__name__,
+            f"{exc}. {exc.saved} prediction(s) are saved in {exc.folder}; resume with: {resume}",
+        )
         return 130 if isinstance(exc.__cause__, KeyboardInterrupt) else 1
     except BackendError as exc:
         _fail(args, type(exc).__name__, str(exc))

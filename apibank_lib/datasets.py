@@ -107,7 +107,11 @@ def cut_level3_samples(item: Level3Item) -> list[Sample]:
         ApiCallSample(3, str(item.id), j, tuple(item.steps[:j]), shown, step, requirement=requirement)
         for j, step in enumerate(item.steps)
     ]
-    out.append(ResponseSample(3, str(item.id), len(item.steps) - 1, tuple(item.steps), shown, item.response, requirement=requirement))
+    out.append(
+        ResponseSample(
+            3, str(item.id), len(item.steps) - 1, tuple(item.steps), shown, item.response, requirement=requirement
+        )
+    )
     return out
 
 
@@ -190,14 +194,18 @@ class Benchmark:
             searcher: what ToolSearcher searches with (see :class:`~apibank_lib.sandbox.Sandbox`);
                 None for the default embedding search over the level's APIs.
         """
-        return Sandbox(self.toolset(level), self.level_databases(level), conversion=protocol.conversion, searcher=searcher)
+        return Sandbox(
+            self.toolset(level), self.level_databases(level), conversion=protocol.conversion, searcher=searcher
+        )
 
     def release_prompt(self, sample: Sample) -> dict[str, Any] | None:
         """The release's own rendered test-data item for a sample, when the release ships one."""
         if sample.level == 3:
             stem = "level-3-batch-inf" if sample.kind == "api" else "level-3-batch-inf-response"
             for item in self.test_data.get(stem, []):
-                if str(item.get("sample_id")) == sample.dialogue_id and (sample.kind == "response" or item.get("api_id") == sample.sample_id):
+                if str(item.get("sample_id")) == sample.dialogue_id and (
+                    sample.kind == "response" or item.get("api_id") == sample.sample_id
+                ):
                     return item
             return None
         stem = f"level-{sample.level}-{sample.kind}"
@@ -261,7 +269,9 @@ def load_benchmark(path: str | Path | None = None) -> Benchmark:
             files += sorted((root / "recordings").glob("*.json"))
         level3_databases = load_databases(root / "lv3_database") if (root / "lv3_database").is_dir() else {}
         files += sorted((root / "lv3_database").glob("*.json")) if (root / "lv3_database").is_dir() else []
-    return Benchmark(root, official, level1, level2, level3, databases, level3_databases, metadata_l12, metadata_l3, test_data, files)
+    return Benchmark(
+        root, official, level1, level2, level3, databases, level3_databases, metadata_l12, metadata_l3, test_data, files
+    )
 
 
 # --- statistics --------------------------------------------------------------------------------------
@@ -351,4 +361,3 @@ def statistics(bench: Benchmark) -> dict[str, Any]:
             "domains": len({domain_of[a] for a in apis if a in domain_of}),
         },
     }
-

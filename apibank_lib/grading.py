@@ -103,7 +103,9 @@ class Grader:
 
     def __init__(self, bench: Benchmark, protocol: GradingProtocol = V2, *, searcher: Any = None) -> None:
         if not isinstance(protocol, GradingProtocol):
-            raise ConfigError(f"a Grader takes a GradingProtocol (e.g. apibank_lib.V2), not {protocol!r}; get_protocol(name) finds one by name")
+            raise ConfigError(
+                f"a Grader takes a GradingProtocol (e.g. apibank_lib.V2), not {protocol!r}; get_protocol(name) finds one by name"
+            )
         self.bench = bench
         self.protocol = protocol
         self.searcher = searcher
@@ -156,7 +158,9 @@ class Grader:
         text = text if isinstance(text, str) else ""
         call, parse_error = self.protocol.parse(text)
         if call is None:
-            obs = Observation(found_call=False, attempted_call=looks_like_call_attempt(text), parse_failed=parse_error is not None)
+            obs = Observation(
+                found_call=False, attempted_call=looks_like_call_attempt(text), parse_failed=parse_error is not None
+            )
             return Judgment(False, classify(obs), parse_error or "no API call found", None, None, notes)
         # Under a shared state every predicted call runs (it changes what later samples see), as in the original.
         executes_any = self.protocol.state_for(sample.level) is StatePolicy.SHARED
@@ -191,10 +195,16 @@ class Grader:
         if not name_ok:
             reason = f"called {call.name}, expected {gold_name}"
         elif not correct and reason is None:
-            reason = f"raised: {result['exception']}" if result.get("exception") is not None else "result differs from the gold"
+            reason = (
+                f"raised: {result['exception']}"
+                if result.get("exception") is not None
+                else "result differs from the gold"
+            )
         return Judgment(obs.correct, classify(obs), None if obs.correct else reason, call, result, notes)
 
-    def check_result(self, box: Sandbox, gold_name: str, pred: dict[str, Any], gold: dict[str, Any]) -> tuple[bool, bool, str | None]:
+    def check_result(
+        self, box: Sandbox, gold_name: str, pred: dict[str, Any], gold: dict[str, Any]
+    ) -> tuple[bool, bool, str | None]:
         """Apply the gold API's rule to copies of both envelopes: (correct, checker crashed, reason).
 
         A rule that raises KeyError or AssertionError judges "incorrect", as the
@@ -219,7 +229,9 @@ class Grader:
 
     def judge_response(self, sample: ResponseSample, text: str) -> float:
         """ROUGE-L of a reply against the sample's reference, with this protocol's normalisation."""
-        return score_reply(text if isinstance(text, str) else "", sample.gold, sample.level, self.protocol.normalise_reply)
+        return score_reply(
+            text if isinstance(text, str) else "", sample.gold, sample.level, self.protocol.normalise_reply
+        )
 
     def judge_episode(self, episode: Episode, calls: Sequence[str]) -> EpisodeJudgment:
         """Judge a level-3 agent episode from the calls it executed (in our call syntax, as run).
@@ -280,7 +292,12 @@ def replay(
         ``gold_calls`` and ``correct`` count distinct gold calls (duplicate samples excluded).
     """
     grader = Grader(bench, protocol, searcher=searcher)
-    out: dict[str, Any] = {"protocol": protocol.name, "data": str(bench.root), "data_fingerprint": bench.fingerprint, "levels": {}}
+    out: dict[str, Any] = {
+        "protocol": protocol.name,
+        "data": str(bench.root),
+        "data_fingerprint": bench.fingerprint,
+        "levels": {},
+    }
     for level in levels:
         samples = [s for s in bench.samples(level, "api") if isinstance(s, ApiCallSample)]
         it: Iterable[ApiCallSample] = progress(samples) if progress else samples

@@ -196,4 +196,6 @@ def get_protocol(protocol: str | GradingProtocol) -> GradingProtocol:
     try:
         return PROTOCOLS[protocol]
     except (KeyError, TypeError):
-        raise ConfigError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.{did_you_mean(str(protocol), PROTOCOLS)}") from None
+        raise ConfigError(
+            f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.{did_you_mean(str(protocol), PROTOCOLS)}"
+        ) from None

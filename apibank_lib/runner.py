@@ -51,7 +51,16 @@ from apibank_lib.runs import (
 from apibank_lib.types import ApiRecord, Episode, Sample
 from apibank_lib.version import __version__
 
-__all__ = ["RunResult", "RunStopped", "run", "open_run", "answer_all", "run_episode", "STOPS", "MAX_CONSECUTIVE_UNREACHABLE"]
+__all__ = [
+    "RunResult",
+    "RunStopped",
+    "run",
+    "open_run",
+    "answer_all",
+    "run_episode",
+    "STOPS",
+    "MAX_CONSECUTIVE_UNREACHABLE",
+]
 
 STOPS = {"api": ["\n"], "response": ["\nUser:", "\nAPI-Request:", "\nGenerate"]}
 """Stop sequences for text generation: a call fits on one line; a reply ends before the next turn."""
@@ -110,7 +119,11 @@ def _code_version() -> str:
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     """Dotted keys whose values differ between two identity dicts."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return [d for k in sorted(set(old) | set(new), key=str) for d in _differences(old.get(k), new.get(k), f"{prefix}{k}.")]
+        return [
+            d
+            for k in sorted(set(old) | set(new), key=str)
+            for d in _differences(old.get(k), new.get(k), f"{prefix}{k}.")
+        ]
     return [] if old == new else [f"{prefix[:-1]} ({old!r} there, {new!r} now)"]
 
 
@@ -129,13 +142,20 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
     Raises:
         ConfigError: the folder already holds a run whose identity differs (the differing keys are named).
     """
-    identity = json.loads(json.dumps(config.identity(bench.fingerprint, backend.identity(), backend.prompt_mode(config.native_tools)), default=str))
+    identity = json.loads(
+        json.dumps(
+            config.identity(bench.fingerprint, backend.identity(), backend.prompt_mode(config.native_tools)),
+            default=str,
+        )
+    )
     folder = RunFolder(config.out or default_runs_dir() / _folder_name(identity, config.protocol))
     if folder.exists():
         previous = folder.read_info().identity
         if previous != identity:
             diffs = "; ".join(_differences(previous, identity))
-            raise ConfigError(f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder")
+            raise ConfigError(
+                f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder"
+            )
     settings = {k: v for k, v in asdict(config).items() if k != "out"}
     folder.write_info(RunInfo(identity, settings, backend.info(), str(bench.root), bench.official, _code_version()))
     return folder
@@ -162,7 +182,9 @@ def _error_text(exc: Exception) -> str:
     return f"{'BackendError' if isinstance(exc, BackendError) else type(exc).__name__}: {exc}"
 
 
-def run_episode(episode: Episode, backend: Backend, bench: Benchmark, protocol: GradingProtocol, config: RunConfig) -> PredictionRecord:
+def run_episode(
+    episode: Episode, backend: Backend, bench: Benchmark, protocol: GradingProtocol, config: RunConfig
+) -> PredictionRecord:
     """One level-3 agent episode: the model searches, calls and sees results until it answers.
 
     Each step shows the model the requirement and the steps so far; its text is
@@ -181,7 +203,9 @@ def run_episode(episode: Episode, backend: Backend, bench: Benchmark, protocol: 
     for step in range(config.max_steps):
         context = episode.context(tuple(done))
         prompt = build_prompt(context, toolset, shots=config.shots)
-        comp = backend.complete(Request(prompt, context, episode, config.max_tokens, STOPS["api"], config.native_tools, step))
+        comp = backend.complete(
+            Request(prompt, context, episode, config.max_tokens, STOPS["api"], config.native_tools, step)
+        )
         usage[0] += comp.prompt_tokens or 0
         usage[1] += comp.completion_tokens or 0
         text = format_call(comp.tool_calls[0]) if comp.tool_calls else comp.text
@@ -239,13 +263,17 @@ class _Answerer:
             except Exception as exc:  # noqa: BLE001 - any backend failure is recorded with the episode
                 return self.failure(item, exc)
         release_item = self.bench.release_prompt(item) if self.protocol.release_prompts else None
-        prompt = build_prompt(item.context(), self.bench.toolset(item.level), shots=self.config.shots, release_item=release_item)
+        prompt = build_prompt(
+            item.context(), self.bench.toolset(item.level), shots=self.config.shots, release_item=release_item
+        )
         sha = hashlib.sha256(prompt.text.encode()).hexdigest()[:16]
         with self._lock:
             cached = self._cache.get(sha)
         if cached is not None:  # a duplicate sample: same prompt, same greedy answer
             return PredictionRecord.for_item(item, prompt_sha=sha, reused=True, **cached)
-        request = Request(prompt, item.context(), item, self.config.max_tokens, STOPS[item.kind], self.config.native_tools)
+        request = Request(
+            prompt, item.context(), item, self.config.max_tokens, STOPS[item.kind], self.config.native_tools
+        )
         try:
             comp = self.backend.complete(request)
         except Exception as exc:  # noqa: BLE001 - recorded, retried with retry_failed
@@ -286,7 +314,10 @@ def answer_all(
         if is_unreachable(rec):
             streak.append(rec)
             if len(streak) >= MAX_CONSECUTIVE_UNREACHABLE:
-                raise BackendError(f"{len(streak)} samples in a row could not reach the model; the first said: {streak[0].error}", connection=True)
+                raise BackendError(
+                    f"{len(streak)} samples in a row could not reach the model; the first said: {streak[0].error}",
+                    connection=True,
+                )
         else:
             streak.clear()
 
@@ -382,7 +413,9 @@ def run(
     return RunResult(folder.path, len(work), len(work) - len(todo), counts["answered"], counts["failed"], elapsed)
 
 
-def _write_summary(folder: RunFolder, config: RunConfig, total: int, skipped: int, counts: dict[str, int], elapsed: float) -> None:
+def _write_summary(
+    folder: RunFolder, config: RunConfig, total: int, skipped: int, counts: dict[str, int], elapsed: float
+) -> None:
     final = folder.read_predictions().records
     folder.write_summary(
         {

@@ -245,7 +245,10 @@ class PredictionRecord:
         """Read a JSON line (unknown keys are ignored, so older files still load)."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in d.items() if k in known}
-        values["steps"] = [EpisodeStep(**{k: v for k, v in st.items() if k in ("output", "call", "result", "error")}) for st in d.get("steps") or []]
+        values["steps"] = [
+            EpisodeStep(**{k: v for k, v in st.items() if k in ("output", "call", "result", "error")})
+            for st in d.get("steps") or []
+        ]
         return cls(**values)
 
 
@@ -387,7 +390,9 @@ class RunFolder:
             raw = json.loads(self.config_path.read_text(encoding="utf-8"))
             return RunInfo(**{f.name: raw[f.name] for f in fields(RunInfo)})
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DataError(f"not a run config of this version ({type(exc).__name__}: {exc})", self.config_path) from exc
+            raise DataError(
+                f"not a run config of this version ({type(exc).__name__}: {exc})", self.config_path
+            ) from exc
 
     def write_info(self, info: RunInfo) -> None:
         """Write ``config.json`` (creating the folder)."""
@@ -458,7 +463,9 @@ class RunFolder:
             ConfigError: the run has not been scored yet.
         """
         if not self.judgments_path.is_file():
-            raise ConfigError(f"{self.path} has not been scored yet: run `apibank score {self.path}` (or apibank_lib.score_run)")
+            raise ConfigError(
+                f"{self.path} has not been scored yet: run `apibank score {self.path}` (or apibank_lib.score_run)"
+            )
         out = []
         for number, line in enumerate(self.judgments_path.read_text(encoding="utf-8").splitlines(), start=1):
             if line.strip():
@@ -479,7 +486,9 @@ class RunFolder:
             ConfigError: the run has not been scored yet.
         """
         if not self.metrics_path.is_file():
-            raise ConfigError(f"{self.path} has not been scored yet: run `apibank score {self.path}` (or apibank_lib.score_run)")
+            raise ConfigError(
+                f"{self.path} has not been scored yet: run `apibank score {self.path}` (or apibank_lib.score_run)"
+            )
         return json.loads(self.metrics_path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
     # --- tables ------------------------------------------------------------------------------------
@@ -504,7 +513,18 @@ class RunFolder:
         frame = pd.DataFrame(rows, columns=columns)
         # Verdicts and counts that do not apply to a row are missing, not False or 0, so means skip them.
         nullable = {"correct": "boolean", "same_end_state": "boolean", "rouge_l": "Float64", "latency_s": "Float64"}
-        nullable |= {c: "Int64" for c in ("required_calls", "matched_calls", "calls_made", "tool_errors", "prompt_tokens", "completion_tokens", "attempts")}
+        nullable |= {
+            c: "Int64"
+            for c in (
+                "required_calls",
+                "matched_calls",
+                "calls_made",
+                "tool_errors",
+                "prompt_tokens",
+                "completion_tokens",
+                "attempts",
+            )
+        }
         return frame.astype({c: t for c, t in nullable.items() if c in frame.columns})
 
 

@@ -45,7 +45,15 @@ def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions
             rec = predictions.get(item.key)
             if rec is None:
                 continue
-            base = JudgmentRecord(item.key, item.level, item.kind, item.dialogue_id, item.sample_id, item.duplicate, backend_error=rec.error)
+            base = JudgmentRecord(
+                item.key,
+                item.level,
+                item.kind,
+                item.dialogue_id,
+                item.sample_id,
+                item.duplicate,
+                backend_error=rec.error,
+            )
             if isinstance(item, Episode):
                 if rec.failed:
                     base.correct = False
@@ -53,11 +61,21 @@ def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions
                     ej = grader.judge_episode(item, rec.executed_calls())
                     base.correct = ej.success
                     base.required_calls, base.matched_calls = ej.required_calls, ej.matched_calls
-                    base.same_end_state, base.calls_made, base.tool_errors = ej.same_end_state, ej.calls_made, ej.tool_errors
+                    base.same_end_state, base.calls_made, base.tool_errors = (
+                        ej.same_end_state,
+                        ej.calls_made,
+                        ej.tool_errors,
+                    )
             elif isinstance(item, ApiCallSample):
                 j = grader.judge_api(item, rec.text())
                 base.gold_api = item.gold.api_name
-                base.correct, base.reason, base.call, base.result, base.notes = j.correct, j.reason, j.call_text, j.result, j.notes
+                base.correct, base.reason, base.call, base.result, base.notes = (
+                    j.correct,
+                    j.reason,
+                    j.call_text,
+                    j.result,
+                    j.notes,
+                )
                 if j.category is not None:
                     base.category, base.paper_category = j.category.value, PAPER_LABEL[j.category].value
             else:
@@ -119,7 +137,9 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
         }
         if episodes:
             ok = sum(1 for j in episodes if j.correct)
-            entry.update({"episodes": len(episodes), "episodes_succeeded": ok, "episode_success_rate": _ratio(ok, len(episodes))})
+            entry.update(
+                {"episodes": len(episodes), "episodes_succeeded": ok, "episode_success_rate": _ratio(ok, len(episodes))}
+            )
         levels[str(level)] = entry
     api_n = sum(v["api_samples"] for v in levels.values())
     r_n = sum(v["response_samples"] for v in levels.values())
@@ -135,7 +155,9 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
     return {"levels": levels, "overall": overall}
 
 
-def score_run(run_dir: str | Path, *, bench: Benchmark | None = None, data: str | Path | None = None, write: bool = True) -> dict[str, Any]:
+def score_run(
+    run_dir: str | Path, *, bench: Benchmark | None = None, data: str | Path | None = None, write: bool = True
+) -> dict[str, Any]:
     """Score a run folder under its own protocol; also writes ``metrics.json`` and ``judgments.jsonl``.
 
     Args:
@@ -161,7 +183,9 @@ def score_run(run_dir: str | Path, *, bench: Benchmark | None = None, data: str 
         bench = load_benchmark(root)
     expected_fp = info.identity["data_fingerprint"]
     if bench.fingerprint != expected_fp:
-        raise ConfigError(f"the data at {bench.root} is not the run's data (fingerprint {bench.fingerprint}, the run used {expected_fp})")
+        raise ConfigError(
+            f"the data at {bench.root} is not the run's data (fingerprint {bench.fingerprint}, the run used {expected_fp})"
+        )
     predictions = folder.read_predictions()
     judgments = judge_predictions(bench, Grader(bench, protocol), predictions)
     cov = coverage(bench, info, predictions)

@@ -166,14 +166,28 @@ def _gold_call_problems(bench: Benchmark, loc: _Locator, searcher: Any) -> tuple
                 problems.append(Problem(path_, line, f"gold call {name} records an exception: {result['exception']}"))
             j = grader.judge_api(s, target_text(s))
             if not j.correct:
-                (defects if bench.official else problems).append(Problem(path_, line, f"gold call {name} is judged wrong under v2: {j.reason}"))
-            if not bench.official and not paper.judge_api(s, target_text(s)).correct and _paper_explanation(bench, pristine, alone, s) is None:
+                (defects if bench.official else problems).append(
+                    Problem(path_, line, f"gold call {name} is judged wrong under v2: {j.reason}")
+                )
+            if (
+                not bench.official
+                and not paper.judge_api(s, target_text(s)).correct
+                and _paper_explanation(bench, pristine, alone, s) is None
+            ):
                 pj = paper.judge_api(s, target_text(s))
-                problems.append(Problem(path_, line, f"gold call {name} is judged wrong under paper for no known protocol reason: {pj.reason}"))
+                problems.append(
+                    Problem(
+                        path_,
+                        line,
+                        f"gold call {name} is judged wrong under paper for no known protocol reason: {pj.reason}",
+                    )
+                )
     return problems, defects
 
 
-def validate(path: str | Path | None = None, *, min_uses: int = 2, year: int = 2023, searcher: Any = None) -> ValidationReport:
+def validate(
+    path: str | Path | None = None, *, min_uses: int = 2, year: int = 2023, searcher: Any = None
+) -> ValidationReport:
     """Check a benchmark: an official release for format and replay, our own benchmark for every authoring rule.
 
     Args:
@@ -215,7 +229,13 @@ def _duplicates(bench: Benchmark, root: Path) -> list[Problem]:
             try:
                 for d in load_dialogues(folder, 1):
                     if _signature(d) in seen:
-                        problems.append(Problem(d.path or d.id, None, f"training dialogue duplicates the evaluation dialogue {seen[_signature(d)]}"))
+                        problems.append(
+                            Problem(
+                                d.path or d.id,
+                                None,
+                                f"training dialogue duplicates the evaluation dialogue {seen[_signature(d)]}",
+                            )
+                        )
             except ApibankError:
                 continue  # training files in another format are checked by their own validator
     return problems
@@ -226,7 +246,13 @@ def _coverage(bench: Benchmark, root: Path, loc: _Locator, min_uses: int) -> lis
     uses = Counter(t.api_name for lv in (1, 2) for d in bench.dialogues(lv) for t in d.api_turns)
     for name in bench.toolset(1).tools:
         if uses[name] < min_uses:
-            problems.append(Problem(str(root / "lv1-lv2-samples"), None, f"{name} is used {uses[name]} time(s) at levels 1-2 (at least {min_uses} wanted)"))
+            problems.append(
+                Problem(
+                    str(root / "lv1-lv2-samples"),
+                    None,
+                    f"{name} is used {uses[name]} time(s) at levels 1-2 (at least {min_uses} wanted)",
+                )
+            )
     uses3 = Counter(st.api_name for it in bench.level3 for st in it.steps)
     for name in bench.toolset(3).tools:
         if uses3[name] < min(1, min_uses):
@@ -276,7 +302,11 @@ def _token_and_date_problems(d: Dialogue, year: int) -> list[Problem]:
         params = t.args
         tok = params.get("token")
         if tok is not None and tok not in known and str(tok) not in said:
-            problems.append(Problem(d.path or d.id, t.line, f"{t.api_name} uses a token that did not appear earlier in the dialogue"))
+            problems.append(
+                Problem(
+                    d.path or d.id, t.line, f"{t.api_name} uses a token that did not appear earlier in the dialogue"
+                )
+            )
         for k, v in params.items():
             p = _date_problem(k, v, year)
             if p:

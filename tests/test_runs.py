@@ -14,7 +14,7 @@ from apibank_lib.backends.scripted import ScriptedBackend
 from apibank_lib.datasets import Benchmark, default_data_root
 from apibank_lib.errors import BackendError, ConfigError, DataError
 from apibank_lib.runner import MAX_CONSECUTIVE_UNREACHABLE, RunStopped, run
-from apibank_lib.runs import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir, plan
+from apibank_lib.runs import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir
 from apibank_lib.scoring import score_run
 
 

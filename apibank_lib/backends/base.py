@@ -98,7 +98,9 @@ class Backend:
         The default: a backend that takes no target; subclasses that do override this.
         """
         if target:
-            raise ConfigError(f"the {cls.kind} backend takes no target (write just {cls.kind!r}, not {cls.kind}:{target})")
+            raise ConfigError(
+                f"the {cls.kind} backend takes no target (write just {cls.kind!r}, not {cls.kind}:{target})"
+            )
         return {}
 
     def prompt_mode(self, native_tools: bool) -> str:

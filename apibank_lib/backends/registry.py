@@ -36,7 +36,9 @@ BACKEND_KINDS: tuple[str, ...] = tuple(BACKENDS)
 def _split(spec: str) -> tuple[str, str]:
     kind, _, target = spec.partition(":")
     if kind not in BACKENDS:
-        raise ConfigError(f"unknown backend {spec!r}; choose one of {', '.join(BACKENDS)}.{did_you_mean(kind, BACKENDS)}")
+        raise ConfigError(
+            f"unknown backend {spec!r}; choose one of {', '.join(BACKENDS)}.{did_you_mean(kind, BACKENDS)}"
+        )
     return kind, target
 
 
@@ -79,7 +81,9 @@ def _coerce(cls: type[Backend], key: str, value: Any, annotation: Any) -> Any:
         return float(value)
     elif isinstance(value, str) and str in allowed:
         return value
-    elif not isinstance(value, (bool, int, float, str)) and any(isinstance(value, t) for t in allowed if t is not type(None)):
+    elif not isinstance(value, (bool, int, float, str)) and any(
+        isinstance(value, t) for t in allowed if t is not type(None)
+    ):
         return value
     names = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
     raise ConfigError(f"backend option {key}={value!r} of {cls.kind} must be {names}")
@@ -93,12 +97,16 @@ def check_options(cls: type[Backend], options: dict[str, Any]) -> dict[str, Any]
     """
     signature = inspect.signature(cls.__init__)
     hints = typing.get_type_hints(cls.__init__)
-    params = {n: p for n, p in signature.parameters.items() if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD}
+    params = {
+        n: p for n, p in signature.parameters.items() if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD
+    }
     out: dict[str, Any] = {}
     for key, value in options.items():
         if key not in params:
             valid = ", ".join(params) or "none"
-            raise ConfigError(f"the {cls.kind} backend has no option {key!r} (its options: {valid}).{did_you_mean(key, params)}")
+            raise ConfigError(
+                f"the {cls.kind} backend has no option {key!r} (its options: {valid}).{did_you_mean(key, params)}"
+            )
         out[key] = _coerce(cls, key, value, hints.get(key, Any))
     return out
 

@@ -54,7 +54,14 @@ LEVEL_DIRS = {1: "lv1-lv2-samples/level-1-given-desc", 2: "lv1-lv2-samples/level
 LEVEL3_CANDIDATES = ("test-data/level-3.json", "test_data/level-3.json", "json_test_data/level-3.json")
 """Where releases put their level-3 items (the folder name varies between snapshots)."""
 
-TEST_DATA_FILES = ("level-1-api", "level-1-response", "level-2-api", "level-2-response", "level-3-batch-inf", "level-3-batch-inf-response")
+TEST_DATA_FILES = (
+    "level-1-api",
+    "level-1-response",
+    "level-2-api",
+    "level-2-response",
+    "level-3-batch-inf",
+    "level-3-batch-inf-response",
+)
 """The rendered test-data files an official release may ship."""
 
 

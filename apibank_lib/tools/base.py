@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from apibank_lib.shapes import Shape
 from apibank_lib.errors import ApibankError, ConfigError, ToolError, ToolFailure
+from apibank_lib.shapes import Shape
 from apibank_lib.types import ApiResult, Param, ToolSchema
 
 __all__ = ["Tool", "ToolEnv", "Checker", "checker_rule", "ORIGINAL", "CORRECTED", "LEVEL12", "LEVEL3"]
@@ -224,4 +224,6 @@ class Tool:
             method = self._rules.get(rule)
             if method is not None:
                 return getattr(self, method)  # type: ignore[no-any-return]
-        raise ConfigError(f"{self.name} declares none of the checker rules {list(preference)} (it has {list(self._rules)})")
+        raise ConfigError(
+            f"{self.name} declares none of the checker rules {list(preference)} (it has {list(self._rules)})"
+        )

@@ -63,7 +63,9 @@ def _convert_text(value: Any, ptype: str) -> Any:
 
 
 def _type_error(key: str, value: Any, ptype: str) -> ParameterTypeError:
-    return ParameterTypeError(f"invalid parameter type. parameter: {key}={value!r} is not a valid {ptype}", parameter=key)
+    return ParameterTypeError(
+        f"invalid parameter type. parameter: {key}={value!r} is not a valid {ptype}", parameter=key
+    )
 
 
 def _convert_typed(key: str, value: Any, ptype: str) -> Any:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import importlib
 from functools import lru_cache
 
-from apibank_lib.shapes import Shape
 from apibank_lib.errors import ConfigError
+from apibank_lib.shapes import Shape
 from apibank_lib.tools.base import LEVEL3, LEVEL12, Tool
 from apibank_lib.tools.toolset import ToolSet
 

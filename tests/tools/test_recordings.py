@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.databases import validate_database
-from apibank_lib.tools.knowledge import Dictionary, Translate
 from apibank_lib.formats.harvest import harvest_recordings
+from apibank_lib.tools.knowledge import Dictionary, Translate
 from apibank_lib.types import ApiRecord, Dialogue, Turn, Utterance
 from tests.helpers import sandbox_for
 
