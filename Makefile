@@ -6,16 +6,25 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup reproduce test test-fast benchmarks clean
+.PHONY: setup reproduce test test-fast benchmarks clean llama-flags
 
 setup: $(STAMP)
 
-# llama.cpp is compiled for AVX2/FMA/F16C instead of -march=native: some virtual machines advertise AMX
-# tiles that their kernel does not enable, and a native build then dies with SIGILL at the first matrix
-# product. The wheel is built once into .whl/ (pip's own cache would hand back a native build instead).
+# llama.cpp is compiled for the CPU features /proc/cpuinfo lists, AMX left out, instead of -march=native: some
+# virtual machines advertise AMX tiles that their kernel does not enable, and a native build then dies with
+# SIGILL at the first matrix product. The wheel is built once per feature set into .whl/ (pip's own cache
+# would hand back a native build).
 LLAMA_VERSION := 0.3.36
-LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
-LLAMA_WHEELS  := .whl/llama-avx2
+CPU_FLAGS     := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+has            = $(filter $(1),$(CPU_FLAGS))
+LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+	$(if $(call has,avx2),-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON) \
+	$(if $(call has,avx_vnni),-DGGML_AVX_VNNI=ON) \
+	$(if $(call has,avx512f),-DGGML_AVX512=ON) \
+	$(if $(call has,avx512vbmi),-DGGML_AVX512_VBMI=ON) \
+	$(if $(call has,avx512_vnni),-DGGML_AVX512_VNNI=ON) \
+	$(if $(call has,avx512_bf16),-DGGML_AVX512_BF16=ON)
+LLAMA_WHEELS  := .whl/llama-$(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
 
 # torch first, pinned to the CPU build that lies on disk here: anything that pulls torch
 # unpinned would otherwise download a multi-GB CUDA build.
@@ -23,7 +32,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
 	ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || \
-		CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+		CMAKE_ARGS="$(strip $(LLAMA_CMAKE))" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEELS) \
+		llama-cpp-python==$(LLAMA_VERSION)
 	$(BIN)/pip install -q --find-links $(LLAMA_WHEELS) -e '.[all]'
 	touch $(STAMP)
 
@@ -54,3 +64,6 @@ benchmarks: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+llama-flags:
+	@echo 'CMAKE_ARGS="$(strip $(LLAMA_CMAKE))" -> $(LLAMA_WHEELS)'

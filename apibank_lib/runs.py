@@ -182,7 +182,29 @@ class EpisodeStep:
 
 
 @dataclass
-class PredictionRecord:
+class _ItemRecord:
+    """The fields that say which sample or episode a record is about, and its JSON form."""
+
+    key: str
+    level: int
+    kind: str
+    dialogue_id: str
+    sample_id: int
+    duplicate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON line."""
+        return asdict(self)
+
+    @classmethod
+    def _known(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """The values of ``d`` this record has fields for (unknown keys are ignored, so older files still load)."""
+        names = {f.name for f in fields(cls)}
+        return {k: v for k, v in d.items() if k in names}
+
+
+@dataclass
+class PredictionRecord(_ItemRecord):
     """One answered sample or episode (one line of ``predictions.jsonl``); one shape for every kind.
 
     Attributes:
@@ -198,12 +220,6 @@ class PredictionRecord:
         stopped: why an episode ended (``answered`` or ``step limit``).
     """
 
-    key: str
-    level: int
-    kind: str
-    dialogue_id: str
-    sample_id: int
-    duplicate: bool = False
     output: str | None = None
     tool_calls: list[str] = field(default_factory=list)
     prompt_sha: str | None = None
@@ -236,15 +252,10 @@ class PredictionRecord:
         """The calls an episode executed, in order."""
         return [st.call for st in self.steps if st.call]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON line."""
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PredictionRecord:
         """Read a JSON line (unknown keys are ignored, so older files still load)."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in d.items() if k in known}
+        values = cls._known(d)
         values["steps"] = [
             EpisodeStep(**{k: v for k, v in st.items() if k in ("output", "call", "result", "error")})
             for st in d.get("steps") or []
@@ -253,7 +264,7 @@ class PredictionRecord:
 
 
 @dataclass
-class JudgmentRecord:
+class JudgmentRecord(_ItemRecord):
     """The verdict on one prediction (one line of ``judgments.jsonl``); one shape for every kind.
 
     Attributes:
@@ -271,12 +282,6 @@ class JudgmentRecord:
         required_calls, matched_calls, same_end_state, calls_made, tool_errors: episodes.
     """
 
-    key: str
-    level: int
-    kind: str
-    dialogue_id: str
-    sample_id: int
-    duplicate: bool = False
     gold_api: str | None = None
     correct: bool | None = None
     category: str | None = None
@@ -293,15 +298,10 @@ class JudgmentRecord:
     calls_made: int | None = None
     tool_errors: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON line."""
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgmentRecord:
         """Read a JSON line (unknown keys are ignored)."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**cls._known(d))
 
 
 @dataclass
