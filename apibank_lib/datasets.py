@@ -145,6 +145,7 @@ class Benchmark:
     metadata_l3: dict[str, ToolSchema] = field(default_factory=dict)
     test_data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    _toolsets: dict[str, ToolSet] = field(default_factory=dict, init=False, compare=False)
 
     def __repr__(self) -> str:
         kind = "official release" if self.official else "benchmark"
@@ -177,9 +178,11 @@ class Benchmark:
         return [Episode(item) for item in self.level3]
 
     def toolset(self, level: int) -> ToolSet:
-        """The tool set of a level, showing this benchmark's API descriptions."""
+        """The tool set of a level, showing this benchmark's API descriptions (built once per tool set)."""
         base = toolset_for_level(level)
-        return base.with_metadata(self.metadata_l3 if level == 3 else self.metadata_l12)
+        if base.name not in self._toolsets:
+            self._toolsets[base.name] = base.with_metadata(self.metadata_l3 if level == 3 else self.metadata_l12)
+        return self._toolsets[base.name]
 
     def level_databases(self, level: int) -> dict[str, Any]:
         """The initial databases of a level's tool set."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 
 from apibank_lib.errors import UnknownToolError
 from apibank_lib.tools.base import Tool
@@ -73,12 +74,12 @@ class ToolSet:
         merged.update({k: v for k, v in overrides.items() if k in self.tools})
         return ToolSet(self.name, list(self.tools.values()), merged)
 
-    @property
+    @cached_property
     def database_names(self) -> set[str]:
         """Databases used by at least one tool."""
         return {cls.database_name for cls in self.tools.values() if cls.database_name}
 
-    @property
+    @cached_property
     def mutable_databases(self) -> set[str]:
         """Databases written by at least one tool: the sandbox copies these per episode."""
         return {cls.database_name for cls in self.tools.values() if cls.database_name and cls.writes_database}
