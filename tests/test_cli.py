@@ -83,6 +83,13 @@ def test_replay_summarises_failures_per_api_and_lists_them_on_request(capsys: py
     assert len([line for line in verbose.splitlines() if line.startswith("  L")]) == 15
 
 
+def test_an_over_long_query_is_searched_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "book a hotel room " * 80, "-k", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "BookHotel" in captured.out
+    assert "the query is longer than the embedding model reads (256 tokens); only its beginning is used" in captured.err
+
+
 def test_apis_lists_a_levels_apis_with_parameters(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["apis", "--level", "3", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
