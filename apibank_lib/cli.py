@@ -402,6 +402,53 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from apibank_lib.analysis import compare_runs, load_runs, save_table
+
+    table = compare_runs(load_runs(args.runs))
+    if args.save:
+        paths = save_table(table, args.save)
+        _warn(f"saved {paths['csv']} and {paths['md']}")
+    if args.json:
+        _print_json(json.loads(table.to_json(orient="records")))
+    else:
+        print(table.to_markdown(index=False))
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from apibank_lib.analysis import figures_dir, results_dir
+    from apibank_lib.reproduce import reproduce
+    from apibank_lib.workbench import workbench_runs_dir
+
+    os.environ.setdefault("APIBANK_RUNS", str(workbench_runs_dir()))  # the notebooks' kernels inherit it
+    done = reproduce(
+        profile="full" if args.full else "quick",
+        data=args.data,
+        protocol=args.protocol,
+        models=args.models,
+        only=args.only or (),
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    summary = {
+        "executed": [str(p) for p in done.executed],
+        "seconds": done.seconds,
+        "tables": str(results_dir()),
+        "figures": str(figures_dir()),
+    }
+    if args.json:
+        _print_json(summary)
+        return 0
+    print(f"{len(done.executed)} notebooks executed in {sum(done.seconds.values()):.0f} s; executed copies in {done.executed[0].parent}")
+    print(f"tables (CSV and Markdown): {results_dir()}")
+    print(f"figures (PNG):             {figures_dir()}")
+    main_table = results_dir() / "main_table_compact.md"
+    if main_table.is_file():
+        print("\nThe main table (measured here and reported by the paper):\n")
+        print(main_table.read_text(encoding="utf-8"))
+    return 0
+
+
 # --- wiring ---------------------------------------------------------------------------------------
 
 
@@ -514,6 +561,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="backend option, e.g. mode=tools, timeout_s=60, adapter=path (checked against the backend)",
     )
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compare", help="runs side by side: labels, accuracy and ROUGE-L per level, coverage")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("reproduce", help="execute every numbered notebook with papermill: all tables and figures")
+    p.add_argument("--full", action="store_true", help="every sample for every model (default: a quick profile)")
+    p.add_argument("--models", nargs="+", default=None, help="models to run (default: oracle, no-call, heuristic, Gemma)")
+    p.add_argument("--data", default=None, help="an official release instead of the bundled benchmark")
+    p.add_argument("--protocol", choices=protocols, default=None)
+    p.add_argument("--only", nargs="+", default=None, metavar="NN", help="only these notebooks, by number (e.g. 00 03)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("score", help="score run folders (never queries a model)")
     p.add_argument("runs", nargs="+")

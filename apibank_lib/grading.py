@@ -28,7 +28,7 @@ from apibank_lib.errors import (
 )
 from apibank_lib.prompts import target_text
 from apibank_lib.protocols import V2, GradingProtocol, StatePolicy
-from apibank_lib.replies import score_reply
+from apibank_lib.replies import REPLY_METRICS, score_reply
 from apibank_lib.sandbox import Sandbox, json_copy
 from apibank_lib.taxonomy import ErrorCategory, Observation, classify
 from apibank_lib.types import ApiCall, ApiCallSample, Episode, ResponseSample
@@ -228,10 +228,14 @@ class Grader:
     # --- replies and episodes ---------------------------------------------------------------------
 
     def judge_response(self, sample: ResponseSample, text: str) -> float:
-        """ROUGE-L of a reply against the sample's reference, with this protocol's normalisation."""
-        return score_reply(
-            text if isinstance(text, str) else "", sample.gold, sample.level, self.protocol.normalise_reply
-        )
+        """ROUGE-L of a reply against the sample's reference, by this protocol's metric and normalisation."""
+        return self.reply_scores(sample, text)[self.protocol.reply_metric.name]
+
+    def reply_scores(self, sample: ResponseSample, text: str) -> dict[str, float]:
+        """ROUGE-L of a reply by every reply metric (package name -> score), with this protocol's normalisation."""
+        text = text if isinstance(text, str) else ""
+        normalise = self.protocol.normalise_reply
+        return {m.name: score_reply(text, sample.gold, sample.level, normalise, m) for m in REPLY_METRICS}
 
     def judge_episode(self, episode: Episode, calls: Sequence[str]) -> EpisodeJudgment:
         """Judge a level-3 agent episode from the calls it executed (in our call syntax, as run).

@@ -8,15 +8,16 @@ Two protocols exist, and every result records which one produced it:
   arguments stay text, negative numbers are rejected), pristine state for every
   level-1/2 sample (earlier calls of the dialogue are *not* replayed), one
   shared state for all level-3 steps in file order with ToolSearcher keywords
-  split before capitals, the original checkers, and an official release's own
-  rendered prompts when it ships them.
+  split before capitals, the original checkers, replies scored with the
+  ``rouge`` package as the original did, and an official release's own rendered
+  prompts when it ships them.
 * :data:`V2` (the default) is ours: the robust typed parser, typed conversion
   (lists parsed, negative and float values accepted, documented renamed
   parameters accepted), fresh state per sample *after replaying the sample's
   earlier gold calls* (random identifiers adopted from the recording),
   corrected checkers where the original has a documented bug, ToolSearcher
-  keywords with CamelCase words split into words, and a leading ``AI:`` removed
-  from replies before ROUGE-L.
+  keywords with CamelCase words split into words, and replies scored with the
+  ``rouge-score`` package (stemming off) after a leading ``AI:`` is removed.
 
 A third protocol is a new :class:`GradingProtocol` instance (``dataclasses.replace``
 of an existing one, or new functions for the fields that change) plus, at most,
@@ -35,6 +36,7 @@ from typing import Any
 
 from apibank_lib.calls import parse_call_paper, parse_calls
 from apibank_lib.errors import ConfigError, ParseError, did_you_mean
+from apibank_lib.replies import ROUGE_PACKAGE, ROUGE_SCORE_PACKAGE, ReplyMetric
 from apibank_lib.tools.base import CORRECTED, ORIGINAL
 from apibank_lib.tools.conversion import ORIGINAL_CONVERSION, TYPED_CONVERSION, ArgumentConversion
 from apibank_lib.types import ApiCall
@@ -127,6 +129,7 @@ class GradingProtocol:
         checker_rules: the correctness rules preferred, in order; each tool is
             judged by the first one it declares.
         normalise_reply: applied to a level-1/2 reply before ROUGE-L.
+        reply_metric: the ROUGE-L implementation whose score is reported (every reply is scored with all).
         release_prompts: send an official release's own rendered prompts where it ships them.
     """
 
@@ -139,6 +142,7 @@ class GradingProtocol:
     rewrite_keywords: Callable[[Any, int], Any]
     checker_rules: tuple[str, ...]
     normalise_reply: Callable[[str], str]
+    reply_metric: ReplyMetric
     release_prompts: bool
 
     def __repr__(self) -> str:
@@ -165,6 +169,7 @@ PAPER = GradingProtocol(
     rewrite_keywords=split_before_capitals,
     checker_rules=(ORIGINAL,),
     normalise_reply=_unchanged,
+    reply_metric=ROUGE_PACKAGE,
     release_prompts=True,
 )
 
@@ -178,6 +183,7 @@ V2 = GradingProtocol(
     rewrite_keywords=split_camel_words,
     checker_rules=(CORRECTED, ORIGINAL),
     normalise_reply=_strip_ai_prefix,
+    reply_metric=ROUGE_SCORE_PACKAGE,
     release_prompts=False,
 )
 

@@ -148,7 +148,8 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
             default=str,
         )
     )
-    folder = RunFolder(config.out or default_runs_dir() / _folder_name(identity, config.protocol))
+    parent = Path(config.runs_dir) if config.runs_dir else default_runs_dir()
+    folder = RunFolder(config.out or parent / _folder_name(identity, config.protocol))
     if folder.exists():
         previous = folder.read_info().identity
         if previous != identity:
@@ -156,7 +157,7 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
             raise ConfigError(
                 f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder"
             )
-    settings = {k: v for k, v in asdict(config).items() if k != "out"}
+    settings = {k: v for k, v in asdict(config).items() if k not in ("out", "runs_dir")}
     folder.write_info(RunInfo(identity, settings, backend.info(), str(bench.root), bench.official, _code_version()))
     return folder
 

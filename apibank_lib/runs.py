@@ -72,6 +72,7 @@ class RunConfig:
         native_tools: ask the backend for native tool calls.
         retry_failed: re-run samples whose backend call failed before.
         backend_options: keyword options for the backend (checked against it before the run).
+        runs_dir: where the default-named folder goes (default: :func:`default_runs_dir`); ignored with ``out``.
     """
 
     model: str
@@ -90,6 +91,7 @@ class RunConfig:
     native_tools: bool = False
     retry_failed: bool = False
     backend_options: dict[str, Any] = field(default_factory=dict)
+    runs_dir: str | None = None
 
     def validate(self) -> None:
         """Raise ConfigError on an impossible setting."""
@@ -277,7 +279,8 @@ class JudgmentRecord(_ItemRecord):
         call: the parsed call as it ran, in our call syntax.
         result: the executed call's result envelope.
         notes: anything else worth knowing (e.g. a failed state replay).
-        rouge_l: the reply's ROUGE-L (response samples).
+        rouge_l: the reply's ROUGE-L by the protocol's metric (response samples).
+        rouge_scores: the reply's ROUGE-L by every metric (package name -> score).
         backend_error: the backend's error when it gave no answer.
         required_calls, matched_calls, same_end_state, calls_made, tool_errors: episodes.
     """
@@ -291,6 +294,7 @@ class JudgmentRecord(_ItemRecord):
     result: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     rouge_l: float | None = None
+    rouge_scores: dict[str, float] | None = None
     backend_error: str | None = None
     required_calls: int | None = None
     matched_calls: int | None = None

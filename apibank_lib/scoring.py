@@ -79,7 +79,8 @@ def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions
                 if j.category is not None:
                     base.category, base.paper_category = j.category.value, PAPER_LABEL[j.category].value
             else:
-                base.rouge_l = grader.judge_response(item, rec.text())
+                base.rouge_scores = grader.reply_scores(item, rec.text())
+                base.rouge_l = base.rouge_scores[grader.protocol.reply_metric.name]
             out.append(base)
     return out
 
@@ -111,13 +112,19 @@ def _ratio(num: float, den: int) -> float | None:
     return round(num / den, 4) if den else None
 
 
+def _rouge_by_metric(replies: Sequence[JudgmentRecord]) -> dict[str, float | None]:
+    names = sorted({name for j in replies for name in (j.rouge_scores or {})})
+    return {name: _ratio(sum((j.rouge_scores or {}).get(name, 0.0) for j in replies), len(replies)) for name in names}
+
+
 def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
     """Per-level and overall metrics of a list of judgments.
 
     Returns:
         ``{"levels": {"1": {...}, ...}, "overall": {...}}``; per level: API-call
-        samples, correct, accuracy, response samples, ROUGE-L, backend errors,
-        and for level-3 episodes their count, successes and success rate.
+        samples, correct, accuracy, response samples, ROUGE-L (the protocol's
+        metric, and every metric by package name), backend errors, and for
+        level-3 episodes their count, successes and success rate.
     """
     levels: dict[str, dict[str, Any]] = {}
     for level in (1, 2, 3):
@@ -133,6 +140,7 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
             "api_accuracy": _ratio(sum(1 for j in api if j.correct), len(api)),
             "response_samples": len(replies),
             "rouge_l": _ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
+            "rouge_l_by_metric": _rouge_by_metric(replies),
             "backend_errors": sum(1 for j in mine if j.backend_error),
         }
         if episodes:
@@ -142,13 +150,14 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
             )
         levels[str(level)] = entry
     api_n = sum(v["api_samples"] for v in levels.values())
-    r_n = sum(v["response_samples"] for v in levels.values())
-    r_sum = sum((v["rouge_l"] or 0) * v["response_samples"] for v in levels.values())
+    replies = [j for j in judgments if j.kind == "response"]
     overall = {
         "api_samples": api_n,
+        "api_correct": sum(v["api_correct"] for v in levels.values()),
         "api_accuracy": _ratio(sum(v["api_correct"] for v in levels.values()), api_n),
-        "response_samples": r_n,
-        "rouge_l": _ratio(r_sum, r_n),
+        "response_samples": len(replies),
+        "rouge_l": _ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
+        "rouge_l_by_metric": _rouge_by_metric(replies),
         "backend_errors": sum(v["backend_errors"] for v in levels.values()),
         "note": TOTAL_NOTE,
     }
@@ -192,6 +201,7 @@ def score_run(
     metrics = {
         "model": info.model,
         "protocol": protocol.name,
+        "reply_metric": protocol.reply_metric.name,
         "data_fingerprint": bench.fingerprint,
         **aggregate(judgments),
         "coverage": cov,

@@ -1,0 +1,798 @@
+"""Tables of results: the paper's layouts, with confidence intervals, breakdowns, errors and the step funnel.
+
+Everything a notebook shows comes from here, as pandas DataFrames; notebooks
+only call these functions, and :func:`save_table` writes any of them as CSV and
+Markdown under the results folder.
+
+Conventions:
+
+* A run is a scored run folder (:class:`ScoredRun`), labelled by its model (as
+  the backend names it), prompt mode (chat, tools, completion, reference),
+  protocol and data (``bundled`` or the release folder's name).
+* Accuracy is in percent, as in the paper; intervals are 95% cluster-bootstrap
+  intervals over dialogues (level-3 items), seeded (:mod:`apibank_lib.stats`).
+* "Total" accuracy is the micro average over every API-call sample of the three
+  levels (level-3 steps included); "Total" ROUGE-L the mean over every reply.
+  The paper does not say how it aggregated its Total columns.
+* Figures from elsewhere carry ``source = "reported"``; ours ``"measured here"``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from apibank_lib.calls import parse_first_call
+from apibank_lib.datasets import Benchmark, load_benchmark, statistics
+from apibank_lib.errors import CallError, ConfigError, ParseError
+from apibank_lib.grading import replay
+from apibank_lib.protocols import PAPER, GradingProtocol, get_protocol
+from apibank_lib.reported import (
+    OFFICIAL_RELEASE_COUNTS,
+    ORIGINAL_REPLAY,
+    PAPER_CORPUS,
+    PAPER_ERROR_DISTRIBUTION,
+    PAPER_MAIN_RESULTS,
+    PAPER_TOOLALPACA,
+    reported,
+)
+from apibank_lib.runs import JudgmentRecord, RunFolder, RunInfo, default_runs_dir
+from apibank_lib.scoring import score_run
+from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
+from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
+from apibank_lib.tools.base import LEVEL3, LEVEL12
+from apibank_lib.tools.registry import domains
+from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample
+
+__all__ = [
+    "ScoredRun",
+    "load_runs",
+    "results_dir",
+    "figures_dir",
+    "save_table",
+    "main_table",
+    "compact_main_table",
+    "compare_runs",
+    "breakdown",
+    "paired_table",
+    "paired_tables",
+    "select",
+    "by_model",
+    "error_distribution",
+    "failure_examples",
+    "funnel",
+    "FUNNEL_STAGES",
+    "statistics_table",
+    "level_statistics_table",
+    "calls_by_domain",
+    "check_release",
+    "toolalpaca_table",
+    "ABILITIES",
+]
+
+ABILITIES = {1: "Call", 2: "Retrieve+Call", 3: "Plan+Retrieve+Call"}
+"""The paper's name of each level's ability."""
+
+PAPER_SEVEN = (
+    ErrorCategory.NO_API_CALL,
+    ErrorCategory.API_HALLUCINATION,
+    ErrorCategory.INVALID_INPUT_PARAMETERS,
+    ErrorCategory.FALSE_API_CALL_FORMAT,
+    ErrorCategory.MISSING_INPUT_PARAMETERS,
+    ErrorCategory.HAS_EXCEPTION,
+    ErrorCategory.FAILED_API_RETRIEVAL,
+)
+"""The paper's seven error categories, in its order."""
+
+_PROJECT = Path(__file__).resolve().parent.parent
+
+
+def results_dir() -> Path:
+    """Where tables are written: ``$APIBANK_RESULTS``, else ``results/`` in the project."""
+    return Path(os.environ.get("APIBANK_RESULTS") or _PROJECT / "results")
+
+
+def figures_dir() -> Path:
+    """Where figures are written: ``$APIBANK_FIGURES``, else ``figures/`` in the project."""
+    return Path(os.environ.get("APIBANK_FIGURES") or _PROJECT / "figures")
+
+
+def save_table(frame: Any, name: str, directory: str | Path | None = None) -> dict[str, Path]:
+    """Write a DataFrame as ``<name>.csv`` and ``<name>.md`` (a Markdown table) under the results folder.
+
+    Returns:
+        ``{"csv": path, "md": path}``.
+    """
+    folder = Path(directory) if directory is not None else results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": folder / f"{name}.csv", "md": folder / f"{name}.md"}
+    frame.to_csv(paths["csv"], index=False)
+    shown = frame.astype(object).where(frame.notna(), "")  # an empty cell, not "nan", where a value does not apply
+    paths["md"].write_text(shown.to_markdown(index=False) + "\n", encoding="utf-8")
+    return paths
+
+
+# --- runs ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScoredRun:
+    """A scored run folder with its labels.
+
+    Attributes:
+        folder: the run folder.
+        info: its ``config.json``.
+        metrics: its ``metrics.json``.
+        judgments: its judgments, in dataset order.
+    """
+
+    folder: RunFolder
+    info: RunInfo
+    metrics: dict[str, Any]
+    judgments: list[JudgmentRecord]
+
+    @property
+    def model(self) -> str:
+        """The model as its backend names it (``oracle``, ``llamacpp:gemma-3-270m``, ``openai:<model>``), no URL."""
+        ident = self.info.identity["model"]
+        return f"{ident['backend']}:{ident['model']}" if ident.get("model") else str(ident["backend"])
+
+    @property
+    def prompt_mode(self) -> str:
+        """``chat``, ``tools``, ``completion`` or ``reference``."""
+        return str(self.info.identity.get("prompt_mode", ""))
+
+    @property
+    def protocol(self) -> str:
+        """The grading protocol's name."""
+        return self.info.protocol
+
+    @property
+    def data(self) -> str:
+        """``bundled``, or the official release's folder name."""
+        return Path(self.info.data).name if self.info.official_release else "bundled"
+
+    @property
+    def date(self) -> str:
+        """When the run was last scored (the day of its ``metrics.json``)."""
+        return _dt.date.fromtimestamp(self.folder.metrics_path.stat().st_mtime).isoformat()
+
+    @property
+    def label(self) -> str:
+        """``model (prompt mode, protocol, data)``, unique enough for a table row."""
+        return f"{self.model} ({self.prompt_mode}, {self.protocol}, {self.data})"
+
+    def labels(self) -> dict[str, str]:
+        """The label columns every table of runs starts with."""
+        return {"model": self.model, "prompt mode": self.prompt_mode, "protocol": self.protocol, "data": self.data}
+
+
+def load_runs(
+    runs: Iterable[str | Path | RunFolder] | None = None, *, bench: Benchmark | None = None, rescore: bool = False
+) -> list[ScoredRun]:
+    """Scored runs, scoring those that are not scored yet (or all, with ``rescore``).
+
+    Args:
+        runs: run folders; default: every run folder under the runs folder (sorted by name).
+        bench: the benchmark the runs used (loaded from each run's config otherwise).
+        rescore: score every run again (e.g. after a grading change).
+    """
+    if runs is None:
+        root = default_runs_dir()
+        runs = sorted(p for p in root.iterdir() if (p / "config.json").is_file()) if root.is_dir() else []
+    out = []
+    for item in runs:
+        folder = item if isinstance(item, RunFolder) else RunFolder(item)
+        info = folder.read_info()
+        usable = bench if bench is not None and bench.fingerprint == info.identity["data_fingerprint"] else None
+        if rescore or not folder.metrics_path.is_file() or not folder.judgments_path.is_file():
+            score_run(folder.path, bench=usable)
+        out.append(ScoredRun(folder, info, folder.read_metrics(), folder.read_judgments()))
+    return out
+
+
+def select(runs: Sequence[ScoredRun], **labels: str) -> list[ScoredRun]:
+    """The runs whose labels have the given values, e.g. ``select(runs, prompt_mode="reference")``.
+
+    Label names are those of :meth:`ScoredRun.labels` with underscores for spaces
+    (``model``, ``prompt_mode``, ``protocol``, ``data``).
+    """
+    return [r for r in runs if all(r.labels()[k.replace("_", " ")] == v for k, v in labels.items())]
+
+
+def by_model(runs: Sequence[ScoredRun], model: str) -> ScoredRun:
+    """The run of a model (its spec as given, or as its backend names it).
+
+    Raises:
+        ConfigError: no run, or several runs, of that model.
+    """
+    found = [r for r in runs if model in (r.model, r.info.model)]
+    if len(found) != 1:
+        raise ConfigError(f"{len(found)} runs of {model!r} among {[r.label for r in runs]}")
+    return found[0]
+
+
+def _pandas() -> Any:
+    import pandas as pd
+
+    return pd
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else round(100.0 * x, 2)
+
+
+def _cluster(j: JudgmentRecord) -> tuple[int, str]:
+    return (j.level, j.dialogue_id)
+
+
+def _accuracy(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, float | None, float | None]:
+    """Accuracy (%) with its interval over a set of API-call (or episode) judgments."""
+    if not js:
+        return None, None, None
+    iv = bootstrap_mean([1.0 if j.correct else 0.0 for j in js], [_cluster(j) for j in js], n_boot=n_boot, seed=seed)
+    return _pct(iv.estimate), _pct(iv.low), _pct(iv.high)
+
+
+def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int, metric: str | None = None) -> tuple[float | None, ...]:
+    """Mean ROUGE-L with its interval over reply judgments (the protocol's metric, or the named one)."""
+    if not js:
+        return None, None, None
+    values = [(j.rouge_scores or {}).get(metric, 0.0) if metric else (j.rouge_l or 0.0) for j in js]
+    iv = bootstrap_mean(values, [_cluster(j) for j in js], n_boot=n_boot, seed=seed)
+    return round(iv.estimate, 4), round(iv.low, 4), round(iv.high, 4)
+
+
+# --- the main table ----------------------------------------------------------------------------------
+
+
+def main_table(
+    runs: Sequence[ScoredRun], *, reported_rows: bool = True, dated: bool = True, n_boot: int = N_BOOT, seed: int = SEED
+) -> Any:
+    """The paper's main table: accuracy and ROUGE-L per ability and in total, one row per run.
+
+    Columns: the run's labels, ``source`` ("measured here" or "reported"), ``date``,
+    then per ability ``<Ability> acc`` with ``... low``/``... high`` (95% interval)
+    and ``<Ability> ROUGE-L``; ``Plan+Retrieve+Call episodes`` is the agent-loop
+    success rate when the run has episodes (the paper's level-3 accuracy counts
+    items, which the episodes measure; the step accuracy counts teacher-forced
+    steps); ``Total acc``/``Total ROUGE-L`` as described in the module docstring.
+    The paper's rows follow, labelled "reported". ``dated=False`` leaves the date out
+    (for outputs compared across days).
+    """
+    pd = _pandas()
+    rows = []
+    for r in runs:
+        row: dict[str, Any] = {**r.labels(), "source": "measured here"}
+        if dated:
+            row["date"] = r.date
+        for level, ability in ABILITIES.items():
+            api = [j for j in r.judgments if j.level == level and j.kind == "api"]
+            acc, low, high = _accuracy(api, n_boot, seed)
+            rouge, _, _ = _rouge([j for j in r.judgments if j.level == level and j.kind == "response"], n_boot, seed)
+            row.update({f"{ability} acc": acc, f"{ability} acc low": low, f"{ability} acc high": high})
+            row[f"{ability} ROUGE-L"] = rouge
+        row["Plan+Retrieve+Call episodes"] = _accuracy([j for j in r.judgments if j.kind == "episode"], n_boot, seed)[0]
+        total, low, high = _accuracy([j for j in r.judgments if j.kind == "api"], n_boot, seed)
+        row.update({"Total acc": total, "Total acc low": low, "Total acc high": high})
+        row["Total ROUGE-L"] = _rouge([j for j in r.judgments if j.kind == "response"], n_boot, seed)[0]
+        rows.append(row)
+    if reported_rows:
+        for model, v in PAPER_MAIN_RESULTS.items():
+            row = {"model": model, "prompt mode": "", "protocol": "", "data": "API-Bank (paper)", "source": "reported"}
+            for level, ability in ABILITIES.items():
+                # The paper's level-3 accuracy counts solved items, which our episodes measure, not steps.
+                row[f"{ability} acc" if level < 3 else "Plan+Retrieve+Call episodes"] = v[f"l{level}_acc"]
+                row[f"{ability} ROUGE-L"] = v[f"l{level}_rouge"]
+            row.update({"Total acc": v["total_acc"], "Total ROUGE-L": v["total_rouge"]})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compact_main_table(main: Any) -> Any:
+    """The main table for reading: one column per ability, accuracy as ``value [low, high]`` with ROUGE-L beside.
+
+    Args:
+        main: a table from :func:`main_table`.
+    """
+    pd = _pandas()
+
+    def acc(row: Any, column: str) -> str:
+        value = row.get(column)
+        if value is None or value != value:
+            return ""
+        low, high = row.get(f"{column} low"), row.get(f"{column} high")
+        return f"{value:.2f}" if low is None or low != low else f"{value:.2f} [{low:.2f}, {high:.2f}]"
+
+    def rouge(row: Any, column: str) -> str:
+        value = row.get(column)
+        return "" if value is None or value != value else f"{value:.4f}"
+
+    rows = []
+    for _, row in main.iterrows():
+        out = {"model": row["model"], "source": row["source"], "protocol": row.get("protocol", "")}
+        for ability in ABILITIES.values():
+            out[f"{ability} acc"] = acc(row, f"{ability} acc")
+            out[f"{ability} ROUGE-L"] = rouge(row, f"{ability} ROUGE-L")
+        out["Plan+Retrieve+Call episodes"] = acc(row, "Plan+Retrieve+Call episodes")
+        out["Total acc"] = acc(row, "Total acc")
+        out["Total ROUGE-L"] = rouge(row, "Total ROUGE-L")
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def compare_runs(runs: Sequence[ScoredRun]) -> Any:
+    """Many runs side by side: labels, accuracy and ROUGE-L (both packages) per level, coverage.
+
+    The columns say which ROUGE-L package each number is from; the protocol's
+    own is the one :func:`main_table` reports.
+    """
+    pd = _pandas()
+    rows = []
+    for r in runs:
+        row: dict[str, Any] = {**r.labels()}
+        for lv, m in r.metrics["levels"].items():
+            row[f"L{lv} acc"] = _pct(m["api_accuracy"])
+            row[f"L{lv} samples"] = m["api_samples"]
+            for name, value in (m.get("rouge_l_by_metric") or {}).items():
+                row[f"L{lv} ROUGE-L ({name})"] = value
+            if "episodes" in m:
+                row["L3 episodes solved"] = _pct(m["episode_success_rate"])
+        row["total acc"] = _pct(r.metrics["overall"]["api_accuracy"])
+        cov = r.metrics["coverage"]
+        row.update({"answered": cov["answered"], "failed": cov["failed"], "expected": cov["expected"]})
+        row["partial"] = bool(r.metrics["partial"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --- breakdowns and paired comparisons ------------------------------------------------------------------
+
+
+def _calls_per_dialogue(bench: Benchmark) -> dict[tuple[int, str], int]:
+    counts: dict[tuple[int, str], int] = {}
+    for level in (1, 2):
+        for d in bench.dialogues(level):
+            counts[(level, d.id)] = len(d.api_turns)
+    for item in bench.level3:
+        counts[(3, str(item.id))] = len(item.steps)
+    return counts
+
+
+def breakdown(
+    run: ScoredRun, by: str, *, bench: Benchmark | None = None, n_boot: int = N_BOOT, seed: int = SEED
+) -> Any:
+    """API-call accuracy of one run broken down by ``api``, ``domain`` or ``calls`` (single- vs multi-call dialogues).
+
+    Returns:
+        One row per group: level, group, samples, accuracy (%) with its 95% interval.
+    """
+    pd = _pandas()
+    if by not in ("api", "domain", "calls"):
+        raise ConfigError(f"break down by 'api', 'domain' or 'calls', not {by!r}")
+    domain_of = {**domains(LEVEL3), **domains(LEVEL12)}
+    calls = _calls_per_dialogue(bench or load_benchmark(run.info.data)) if by == "calls" else {}
+    groups: dict[tuple[int, str], list[JudgmentRecord]] = defaultdict(list)
+    for j in run.judgments:
+        if j.kind != "api":
+            continue
+        if by == "api":
+            group = str(j.gold_api)
+        elif by == "domain":
+            group = domain_of.get(str(j.gold_api), "?")
+        else:
+            group = "single-call" if calls.get(_cluster(j), 0) == 1 else "multi-call"
+        groups[(j.level, group)].append(j)
+    rows = []
+    for (level, group), js in sorted(groups.items()):
+        acc, low, high = _accuracy(js, n_boot, seed)
+        rows.append({"level": level, by: group, "samples": len(js), "acc": acc, "acc low": low, "acc high": high})
+    return pd.DataFrame(rows)
+
+
+def paired_tables(
+    runs: Sequence[ScoredRun], pairs: Sequence[Sequence[str]], *, n_boot: int = N_BOOT, seed: int = SEED
+) -> Any:
+    """:func:`paired_table` for each ``(model A, model B)`` pair, in one DataFrame with the models named."""
+    pd = _pandas()
+    frames = []
+    for a, b in pairs:
+        table = paired_table(by_model(runs, a), by_model(runs, b), n_boot=n_boot, seed=seed)
+        table.insert(0, "B model", b)
+        table.insert(0, "A model", a)
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> Any:
+    """Run A against run B on the API-call samples (and replies) both answered: per level and overall.
+
+    Returns:
+        One row per level and ``all``: the metric, paired samples, A, B, A - B with
+        its 95% interval, and the p-value of a cluster sign-flip permutation test.
+    """
+    pd = _pandas()
+    if a.data != b.data or a.info.identity["data_fingerprint"] != b.info.identity["data_fingerprint"]:
+        raise ConfigError("paired comparisons need two runs on the same data")
+    jb = {j.key: j for j in b.judgments}
+    rows = []
+    for metric, kind in (("accuracy (%)", "api"), ("ROUGE-L", "response")):
+        for level in (1, 2, 3, None):
+            pairs = [(j, jb[j.key]) for j in a.judgments if j.kind == kind and j.key in jb and level in (None, j.level)]
+            if not pairs:
+                continue
+            if kind == "api":
+                va = [100.0 if x.correct else 0.0 for x, _ in pairs]
+                vb = [100.0 if y.correct else 0.0 for _, y in pairs]
+            else:
+                va, vb = [x.rouge_l or 0.0 for x, _ in pairs], [y.rouge_l or 0.0 for _, y in pairs]
+            cmp = paired_comparison(va, vb, [_cluster(x) for x, _ in pairs], n_boot=n_boot, n_perm=n_boot, seed=seed)
+            digits = 2 if kind == "api" else 4
+            rows.append(
+                {
+                    "metric": metric,
+                    "level": "all" if level is None else level,
+                    "samples": cmp.samples,
+                    "A": round(sum(va) / len(va), digits),
+                    "B": round(sum(vb) / len(vb), digits),
+                    "A - B": round(cmp.difference, digits),
+                    "low": round(cmp.low, digits),
+                    "high": round(cmp.high, digits),
+                    "p": round(cmp.p_value, 4),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --- errors ------------------------------------------------------------------------------------------------
+
+
+def error_distribution(runs: Sequence[ScoredRun], *, mapped: bool = True, reported_columns: bool = True) -> Any:
+    """The share (%) of each run's wrong API calls per error category, one column per run.
+
+    Args:
+        runs: scored runs.
+        mapped: the paper's seven categories, ours mapped onto them (Wrong Values
+            counts as Invalid Input Parameters); else our categories as they are.
+            Checker and tool errors blame our code, not the model: they are left
+            out of the shares, and counted in a last row.
+        reported_columns: add the paper's reported columns (mapped tables only).
+    """
+    pd = _pandas()
+    categories = list(PAPER_SEVEN) if mapped else [c for c in ErrorCategory if c not in NOT_THE_MODELS]
+    table: dict[str, list[Any]] = {"category": [c.value for c in categories] + ["errors counted", "not the model's"]}
+    for r in runs:
+        wrong = [ErrorCategory(j.category) for j in r.judgments if j.kind == "api" and j.category]
+        blamed = [PAPER_LABEL[c] if mapped else c for c in wrong if c not in NOT_THE_MODELS]
+        counts = {c: blamed.count(c) for c in categories}
+        shares = [round(100.0 * counts[c] / len(blamed), 2) if blamed else None for c in categories]
+        table[r.label] = shares + [len(blamed), len(wrong) - len(blamed)]
+    if mapped and reported_columns:
+        for model in ("Alpaca-7B", "Lynx-7B", "GPT-4"):
+            column = [PAPER_ERROR_DISTRIBUTION[c.value][model] for c in categories]
+            table[f"{model} (reported)"] = column + [None, None]
+    return pd.DataFrame(table)
+
+
+def failure_examples(run: ScoredRun, *, per_category: int = 2) -> Any:
+    """The first few wrong API calls of each error category: the gold API, the call made, why it is wrong."""
+    pd = _pandas()
+    taken: dict[str, int] = defaultdict(int)
+    rows = []
+    for j in run.judgments:
+        if j.kind != "api" or not j.category or taken[j.category] >= per_category:
+            continue
+        taken[j.category] += 1
+        rows.append({"category": j.category, "sample": j.key, "gold API": j.gold_api, "call": j.call, "why": j.reason})
+    return (
+        pd.DataFrame(rows).sort_values("category", kind="stable").reset_index(drop=True) if rows else pd.DataFrame(rows)
+    )
+
+
+# --- the step funnel -------------------------------------------------------------------------------------------
+
+FUNNEL_STAGES = (
+    "API-call samples",
+    "retrieved the right API",
+    "right API name",
+    "right argument names",
+    "right values",
+    "executed without exception",
+    "result accepted",
+    "good reply",
+)
+"""The funnel's stages, each a subset of the one before."""
+
+REPLY_THRESHOLD = 0.5
+"""ROUGE-L from which a reply counts as good in the funnel."""
+
+
+def _search_keys(bench: Benchmark) -> dict[str, str | None]:
+    """For each non-search API-call sample: the key of the ToolSearcher sample that found its API (None: no search)."""
+    out: dict[str, str | None] = {}
+    for level in (1, 2, 3):
+        last_search: dict[str, str | None] = defaultdict(lambda: None)
+        for s in bench.samples(level, "api"):
+            if not isinstance(s, ApiCallSample) or s.duplicate:
+                continue
+            if s.gold.api_name == "ToolSearcher":
+                last_search[s.dialogue_id] = s.key
+            else:
+                out[s.key] = last_search[s.dialogue_id] if level > 1 else None
+    return out
+
+
+def _next_replies(bench: Benchmark) -> dict[str, str]:
+    """For each API-call sample directly followed by a reply in its dialogue: that reply's sample key."""
+    out: dict[str, str] = {}
+    for level in (1, 2, 3):
+        samples = bench.samples(level)
+        for s in samples:
+            if isinstance(s, ResponseSample):
+                if level == 3:  # the item's final reply follows its last step
+                    out[f"L3/api/{s.dialogue_id}/{s.sample_id}"] = s.key
+                else:
+                    out[f"L{level}/api/{s.dialogue_id}/{s.sample_id - 1}"] = s.key
+    return out
+
+
+def _called_name(call_text: str | None) -> str | None:
+    """The API a judged call names (the call as it ran, in our syntax), if any."""
+    try:
+        call = parse_first_call(call_text or "")
+    except ParseError:
+        return None
+    return call.name if call is not None else None
+
+
+def _names_and_values(
+    call_text: str | None, gold: ApiRecord, bench: Benchmark, level: int, protocol: GradingProtocol
+) -> tuple[bool, bool]:
+    """Whether a predicted call (as it ran) has the gold's argument names, and the gold's values once converted."""
+    try:
+        call = parse_first_call(call_text or "")
+    except ParseError:
+        return False, False
+    if call is None:
+        return False, False
+    toolset = bench.toolset(level)
+    if gold.api_name not in toolset:
+        return False, False
+    tool = toolset.get(gold.api_name)
+    conversion = protocol.conversion
+    names_ok = {conversion.current_name(tool, k) for k in call.args} == {
+        conversion.current_name(tool, k) for k in gold.args
+    }
+    if not names_ok:
+        return False, False
+    try:
+        return True, conversion.convert(tool, call.args) == conversion.convert(tool, dict(gold.args))
+    except CallError:
+        return True, False
+
+
+def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: float = REPLY_THRESHOLD) -> Any:
+    """How far each gold call gets, stage by stage, per level (the :data:`FUNNEL_STAGES`).
+
+    The unit is an API-call sample whose gold call is not a search (duplicate
+    samples left out). A sample reaches a stage when it passes it and every
+    stage before:
+
+    1. retrieved the right API: at level 1 the APIs are given; at levels 2-3 the
+       ToolSearcher sample that found this API in the gold dialogue is judged
+       correct (a call with no search before it passes);
+    2. right API name;
+    3. right argument names (renamed parameters mapped as the protocol maps them);
+    4. right values: equal to the gold's once both are converted, or accepted
+       by the API's rule (which may be fuzzy, e.g. meeting topics);
+    5. executed without exception;
+    6. result accepted by the API's rule;
+    7. good reply: where the dialogue's next turn is a reply, it scores ROUGE-L
+       of at least ``reply_threshold``; a call followed by another call passes.
+
+    Returns:
+        One row per level and stage: samples reaching it, and their share (%) of the level's samples.
+    """
+    pd = _pandas()
+    bench = bench or load_benchmark(run.info.data)
+    protocol = get_protocol(run.protocol)
+    judged = {j.key: j for j in run.judgments}
+    search_of, reply_of = _search_keys(bench), _next_replies(bench)
+    reached: dict[int, list[int]] = {level: [0] * len(FUNNEL_STAGES) for level in (1, 2, 3)}
+    for level in (1, 2, 3):
+        for s in bench.samples(level, "api"):
+            j = judged.get(s.key)
+            if j is None or not isinstance(s, ApiCallSample) or s.duplicate or s.gold.api_name == "ToolSearcher":
+                continue
+            search = judged.get(search_of.get(s.key) or "")
+            reply = judged.get(reply_of.get(s.key, ""))
+            names_ok, values_ok = _names_and_values(j.call, s.gold, bench, level, protocol)
+            passed = [
+                True,
+                search is None or bool(search.correct),
+                _called_name(j.call) == s.gold.api_name,
+                names_ok,
+                values_ok or bool(j.correct),
+                j.result is not None and j.result.get("exception") is None,
+                bool(j.correct),
+                reply is None or (reply.rouge_l or 0.0) >= reply_threshold,
+            ]
+            for stage, ok in enumerate(passed):
+                if not ok:
+                    break
+                reached[level][stage] += 1
+    rows = []
+    for level, counts in reached.items():
+        if not counts[0]:
+            continue
+        for stage, n in zip(FUNNEL_STAGES, counts):
+            rows.append(
+                {
+                    "level": level,
+                    "ability": ABILITIES[level],
+                    "stage": stage,
+                    "samples": n,
+                    "share (%)": round(100.0 * n / counts[0], 2),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --- statistics and reported figures ----------------------------------------------------------------------------
+
+
+def statistics_table(bench: Benchmark) -> Any:
+    """The corpus statistics beside the paper's (reported) evaluation figures.
+
+    Columns: quantity, measured here (on this data), reported (the paper).
+    """
+    pd = _pandas()
+    t = statistics(bench)["total"]
+    p = PAPER_CORPUS["evaluation"]
+    levels = statistics(bench)["levels"]
+    rows = [
+        ("domains (level-1/2 tool set)", t["domains"], p["domains"]),
+        ("distinct APIs called", t["distinct_apis"], p["apis"]),
+        ("dialogues", t["dialogues"], p["dialogues"]),
+        ("Call / Retrieve+Call / Plan+Retrieve+Call dialogues", " / ".join(str(levels[k]["dialogues"]) for k in ("1", "2", "3")),
+         f"{p['call_dialogues']} / {p['retrieve_call_dialogues']} / {p['plan_retrieve_call_dialogues']}"),
+        ("turns (user utterances)", t["turns"], p["turns"]),
+        ("average turns per dialogue", t["avg_turns_per_dialogue"], p["avg_turns_per_dialogue"]),
+        ("gold API calls", t["gold_calls"], p["api_calls"]),
+        ("single-call dialogues", t["single_call_dialogues"], p["single_call_instances"]),
+        ("multi-call dialogues", t["multi_call_dialogues"], p["multi_call_instances"]),
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["quantity", f"measured here ({bench.name} data)", "reported (paper)"])
+
+
+def level_statistics_table(bench: Benchmark) -> Any:
+    """Per-level counts of the data (measured here) beside the official release's (counted with the original cutter).
+
+    Columns: quantity, then for each level the count measured here and the official release's.
+    """
+    pd = _pandas()
+    levels = statistics(bench)["levels"]
+    keys = (
+        "dialogues",
+        "gold_calls",
+        "toolsearcher_calls",
+        "api_call_samples",
+        "duplicate_api_samples",
+        "response_samples",
+        "user_turns",
+        "distinct_apis",
+    )
+    rows = []
+    for key in keys:
+        row: dict[str, Any] = {"quantity": key.replace("_", " ")}
+        for lv in ("1", "2", "3"):
+            row[f"L{lv} measured here"] = levels[lv].get(key)
+            row[f"L{lv} official release"] = OFFICIAL_RELEASE_COUNTS[lv].get(key)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.astype({c: "Int64" for c in frame.columns if c != "quantity"})
+
+
+def calls_by_domain(bench: Benchmark) -> Any:
+    """Gold API calls per domain and level (ToolSearcher counted under "utility")."""
+    pd = _pandas()
+    domain_of = {3: domains(LEVEL3), 1: domains(LEVEL12), 2: domains(LEVEL12)}
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for level in (1, 2):
+        for d in bench.dialogues(level):
+            for t in d.api_turns:
+                counts[(domain_of[level].get(t.api_name, "?"), level)] += 1
+    for item in bench.level3:
+        for st in item.steps:
+            counts[(domain_of[3].get(st.api_name, "?"), 3)] += 1
+    frame = pd.DataFrame([{"domain": d, "level": lv, "gold calls": n} for (d, lv), n in counts.items()])
+    table = frame.pivot_table(index="domain", columns="level", values="gold calls", fill_value=0, aggfunc="sum")
+    table.columns = [f"L{c} gold calls" for c in table.columns]
+    return table.reset_index().sort_values("domain", kind="stable").reset_index(drop=True)
+
+
+def check_release(bench: Benchmark) -> Any:
+    """Reported against measured, where both exist: an official release's counts and the original's gold replay.
+
+    On our bundled data nothing is comparable, and every row says so.
+
+    Returns:
+        One row per check: quantity, reported, measured, tolerance, outcome
+        (``agrees``, ``differs`` or ``not comparable ...``).
+    """
+    pd = _pandas()
+    rows: list[dict[str, Any]] = []
+    levels = statistics(bench)["levels"]
+    for lv, counts in OFFICIAL_RELEASE_COUNTS.items():
+        for key, value in counts.items():
+            rows.append(
+                {
+                    "quantity": f"level {lv} {key.replace('_', ' ')}",
+                    "reported": value,
+                    "measured": levels[lv].get(key),
+                    "tolerance": 0,
+                }
+            )
+    replayed = replay(bench, PAPER, levels=(1, 2)) if bench.official else None
+    for row in ORIGINAL_REPLAY["rows"]:
+        lv = str(row["level"])
+        measured = None
+        if replayed is not None:
+            r = replayed["levels"][lv]
+            measured = round(100.0 * r["correct"] / r["gold_calls"], 2) if r["gold_calls"] else None
+        rows.append(
+            {
+                "quantity": f"level {lv} gold calls the original evaluator accepts (%)",
+                "reported": row["gold_calls_judged_correct"],
+                "measured": measured,
+                "tolerance": ORIGINAL_REPLAY["tolerance_points"],
+            }
+        )
+    for row in rows:
+        if not bench.official:
+            row["outcome"] = "not comparable (not the official release)"
+        elif row["measured"] is None:
+            row["outcome"] = "not measured"
+        else:
+            row["outcome"] = (
+                "agrees" if abs(float(row["measured"]) - float(row["reported"])) <= row["tolerance"] else "differs"
+            )
+    return pd.DataFrame(rows)
+
+
+def toolalpaca_table(runs: Sequence[ScoredRun] = ()) -> Any:
+    """The paper's ToolAlpaca comparison layout (Call ability only): reported rows, then any measured runs."""
+    pd = _pandas()
+    rows = [
+        {
+            "model": m,
+            "training samples": v["training_samples"],
+            "Call acc": v["accuracy"],
+            "Call ROUGE-L (%)": v["rouge_l"],
+            "source": "reported",
+        }
+        for m, v in PAPER_TOOLALPACA.items()
+    ]
+    for r in runs:
+        level1 = r.metrics["levels"].get("1", {})
+        rows.append(
+            {
+                "model": r.model,
+                "training samples": None,
+                "Call acc": _pct(level1.get("api_accuracy")),
+                "Call ROUGE-L (%)": _pct(level1.get("rouge_l")),
+                "source": f"measured here ({r.protocol}, {r.data})",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def reported_sources() -> dict[str, str]:
+    """Each reported table's source, for captions."""
+    data = reported()
+    return {name: table["source"] for name, table in data.items() if isinstance(table, dict) and "source" in table}

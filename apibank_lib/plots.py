@@ -1,0 +1,198 @@
+"""Figures for the notebooks: each function draws one DataFrame of :mod:`apibank_lib.analysis` and saves a PNG.
+
+Every figure has labelled axes and a title that says what was measured (and
+what was reported, where the paper's figures are drawn beside ours), and is
+written to :func:`apibank_lib.analysis.figures_dir` as ``<name>.png``. The
+functions return the matplotlib Figure, which a notebook displays.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from apibank_lib.analysis import ABILITIES, FUNNEL_STAGES, figures_dir
+
+__all__ = [
+    "accuracy_figure",
+    "rouge_figure",
+    "errors_figure",
+    "funnel_figure",
+    "breakdown_figure",
+    "calls_figure",
+    "domains_figure",
+    "save",
+]
+
+_DPI = 110
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    if not _interactive():
+        matplotlib.use("Agg")  # outside a notebook there is no screen: draw to files only
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _interactive() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def save(fig: Any, name: str, directory: str | Path | None = None) -> Path:
+    """Save a figure as ``<name>.png`` under the figures folder; returns the path."""
+    folder = Path(directory) if directory is not None else figures_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    fig.savefig(path, dpi=_DPI, bbox_inches="tight", metadata={"Software": None})
+    return path
+
+
+def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | Path | None = None) -> Any:
+    """API-call accuracy per ability: measured runs as bars with 95% intervals, the paper's models as markers."""
+    plt = _plt()
+    measured = main[main["source"] == "measured here"].reset_index(drop=True)
+    reported = main[main["source"] == "reported"].reset_index(drop=True)
+    columns = [f"{a} acc" for a in ABILITIES.values()] + ["Total acc"]
+    labels = list(ABILITIES.values()) + ["Total"]
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    width = 0.8 / max(1, len(measured))
+    for i, row in measured.iterrows():
+        xs = [k + (i - (len(measured) - 1) / 2) * width for k in range(len(columns))]
+        values = row[columns].astype(float).fillna(0.0).to_numpy()
+        lows = row[[f"{c} low" for c in columns]].astype(float).to_numpy()
+        highs = row[[f"{c} high" for c in columns]].astype(float).to_numpy()
+        err = [(values - lows).clip(min=0), (highs - values).clip(min=0)]
+        err = [[0.0 if e != e else e for e in side] for side in err]  # a level the run has no samples of: no bar
+        ax.bar(xs, values, width=width * 0.95, yerr=err, capsize=2, label=f"{row['model']} (measured)")
+    markers = "ov^sDP*X"
+    for i, row in reported.iterrows():
+        values = [row[c] if c != "Plan+Retrieve+Call acc" else row["Plan+Retrieve+Call episodes"] for c in columns]
+        ax.scatter(
+            range(len(columns)),
+            values,
+            marker=markers[i % len(markers)],
+            color="black",
+            s=18,
+            zorder=3,
+            label=f"{row['model']} (reported)",
+        )
+    ax.set_xticks(range(len(columns)), labels)
+    ax.set_ylabel("API-call accuracy (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("API-call accuracy by ability (bars: measured here, 95% CI; markers: reported by the paper)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    save(fig, name, directory)
+    return fig
+
+
+def rouge_figure(compare: Any, *, name: str = "rouge_by_package", directory: str | Path | None = None) -> Any:
+    """ROUGE-L of replies per level by each package (``rouge``, ``rouge-score``), one group per run."""
+    plt = _plt()
+    cols = [c for c in compare.columns if "ROUGE-L (" in c]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / max(1, len(cols))
+    for k, col in enumerate(cols):
+        xs = [i + (k - (len(cols) - 1) / 2) * width for i in range(len(compare))]
+        ax.bar(xs, compare[col].fillna(0), width=width * 0.95, label=col)
+    ax.set_xticks(range(len(compare)), compare["model"], rotation=15, ha="right")
+    ax.set_ylabel("mean ROUGE-L of replies")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Reply ROUGE-L per level and package (measured here)")
+    ax.legend(fontsize=7, ncol=3)
+    save(fig, name, directory)
+    return fig
+
+
+def errors_figure(distribution: Any, *, name: str = "error_distribution", directory: str | Path | None = None) -> Any:
+    """Each model's errors by category (the paper's seven), as stacked horizontal bars; reported columns included."""
+    plt = _plt()
+    shares = distribution[~distribution["category"].isin(["errors counted", "not the model's"])].set_index("category")
+    shares = shares.fillna(0.0)
+    shares = shares.loc[:, shares.sum(axis=0) > 0]  # a run without errors has nothing to show
+    fig, ax = plt.subplots(figsize=(9, 0.55 * max(3, len(shares.columns)) + 1.2))
+    left = [0.0] * len(shares.columns)
+    for category, row in shares.iterrows():
+        ax.barh(list(shares.columns), row.values, left=left, label=category)
+        left = [a + b for a, b in zip(left, row.values)]
+    ax.set_xlabel("share of the model's wrong API calls (%)")
+    ax.set_xlim(0, 100)
+    ax.invert_yaxis()
+    ax.set_title("Error categories (measured here, and reported by the paper)")
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    save(fig, name, directory)
+    return fig
+
+
+def funnel_figure(funnel: Any, *, title: str = "", name: str = "funnel", directory: str | Path | None = None) -> Any:
+    """The step funnel: the share of gold calls reaching each stage, one line per level."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for level, part in funnel.groupby("level"):
+        ax.plot(range(len(part)), part["share (%)"], marker="o", label=f"level {level} ({ABILITIES[int(level)]})")
+    ax.set_xticks(range(len(FUNNEL_STAGES)), FUNNEL_STAGES, rotation=25, ha="right")
+    ax.set_ylabel("gold calls reaching the stage (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"Step funnel{': ' + title if title else ''} (measured here)")
+    ax.legend(fontsize=8)
+    save(fig, name, directory)
+    return fig
+
+
+def breakdown_figure(
+    breakdown: Any, by: str, *, title: str = "", name: str = "accuracy_by_domain", directory: str | Path | None = None
+) -> Any:
+    """Accuracy per group (domain, API, call count) and level, with 95% intervals."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(breakdown) + 1.2))
+    labels = [f"L{lv} {g}" for lv, g in zip(breakdown["level"], breakdown[by])]
+    err = [breakdown["acc"] - breakdown["acc low"], breakdown["acc high"] - breakdown["acc"]]
+    ax.barh(labels, breakdown["acc"], xerr=err, capsize=2, color="tab:blue")
+    ax.set_xlabel("API-call accuracy (%), 95% CI")
+    ax.set_xlim(0, 105)
+    ax.invert_yaxis()
+    ax.set_title(f"Accuracy by {by}{': ' + title if title else ''} (measured here)")
+    save(fig, name, directory)
+    return fig
+
+
+def calls_figure(
+    stats: dict[str, Any], *, name: str = "calls_per_dialogue", directory: str | Path | None = None
+) -> Any:
+    """How many gold API calls each dialogue (level-3 item) has, per level."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for level, values in stats["levels"].items():
+        hist = {int(k): v for k, v in values["calls_per_dialogue"].items()}
+        ax.plot(
+            sorted(hist), [hist[k] for k in sorted(hist)], marker="o", label=f"level {level} ({ABILITIES[int(level)]})"
+        )
+    ax.set_xlabel("gold API calls in the dialogue")
+    ax.set_ylabel("dialogues")
+    ax.set_title("Gold API calls per dialogue (measured on the data)")
+    ax.legend(fontsize=8)
+    save(fig, name, directory)
+    return fig
+
+
+def domains_figure(table: Any, *, name: str = "calls_by_domain", directory: str | Path | None = None) -> Any:
+    """Gold API calls per domain, stacked by level (from :func:`apibank_lib.analysis.calls_by_domain`)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    bottom = [0] * len(table)
+    for col in [c for c in table.columns if c.endswith("gold calls")]:
+        ax.bar(table["domain"], table[col], bottom=bottom, label=col.replace(" gold calls", ""))
+        bottom = [a + b for a, b in zip(bottom, table[col])]
+    ax.set_ylabel("gold API calls")
+    ax.set_xlabel("domain")
+    ax.tick_params(axis="x", rotation=25)
+    ax.set_title("Gold API calls per domain and level (measured on the data)")
+    ax.legend(fontsize=8)
+    save(fig, name, directory)
+    return fig

@@ -1,0 +1,137 @@
+"""Execute the numbered notebooks in order with papermill: every table and figure, regenerated.
+
+The committed notebooks (``notebooks/00_*.ipynb`` ... ``05_*.ipynb``) keep small
+default parameters, so that the test command can execute them quickly (nbval).
+:func:`reproduce` runs them with the parameters of a profile instead (``quick``,
+the default, sized for a 2-core machine; ``full``, every sample for every
+model), writes the executed copies under ``<results>/notebooks/`` (never over
+the committed ones), and returns where the tables and figures are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apibank_lib.analysis import figures_dir, results_dir
+from apibank_lib.errors import ConfigError
+
+__all__ = ["NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "reproduce"]
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+"""The committed notebooks."""
+
+DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m")
+"""The models the notebooks run by default: three reference backends and the embedded model."""
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "quick": {"LIMIT": None, "MODEL_LIMITS": {"llamacpp:gemma-3-270m": 20}, "MAX_STEPS": 10, "N_BOOT": 2000},
+    "full": {"LIMIT": None, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000},
+}
+"""Parameters each profile gives every notebook (a notebook ignores those it does not declare).
+
+Ten agent steps let every level-3 item of the bundled data finish (at most 8 gold steps, then the answer)."""
+
+
+@dataclass
+class Reproduction:
+    """What :func:`reproduce` did.
+
+    Attributes:
+        executed: the executed notebooks.
+        results: the tables' folder.
+        figures: the figures' folder.
+        seconds: wall time per notebook.
+    """
+
+    executed: list[Path] = field(default_factory=list)
+    results: Path = field(default_factory=results_dir)
+    figures: Path = field(default_factory=figures_dir)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def notebooks(directory: str | Path | None = None) -> list[Path]:
+    """The numbered notebooks, in order (``00_...`` to ``05_...``; the explorer is not numbered)."""
+    folder = Path(directory) if directory is not None else NOTEBOOKS_DIR
+    return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
+
+
+def _declared(path: Path) -> set[str]:
+    """The names a notebook's ``parameters`` cell assigns."""
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    names: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, ast.Assign):
+                    names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def reproduce(
+    *,
+    profile: str = "quick",
+    data: str | None = None,
+    protocol: str | None = None,
+    models: Sequence[str] | None = None,
+    only: Sequence[str] = (),
+    notebooks_dir: str | Path | None = None,
+    output_dir: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Reproduction:
+    """Execute the numbered notebooks in order with papermill.
+
+    Args:
+        profile: ``quick`` or ``full`` (see :data:`PROFILES`).
+        data: a benchmark root (an official release) instead of the bundled data.
+        protocol: ``v2`` or ``paper`` (the notebooks' default otherwise).
+        models: the models to run (default: :data:`DEFAULT_MODELS`).
+        only: run only the notebooks whose names start with these prefixes (e.g. ``["00", "03"]``).
+        notebooks_dir: where the notebooks are (default: the project's).
+        output_dir: where the executed copies go (default: ``<results>/notebooks``).
+        progress: called with a line of text before and after each notebook.
+
+    Raises:
+        ConfigError: an unknown profile, or no notebook matched ``only``.
+    """
+    import papermill
+
+    if profile not in PROFILES:
+        raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    params: dict[str, Any] = dict(PROFILES[profile])
+    params["MODELS"] = list(models or DEFAULT_MODELS)
+    if data is not None:
+        params["DATA"] = str(Path(data).resolve())
+    if protocol is not None:
+        params["PROTOCOL"] = protocol
+    chosen = [p for p in notebooks(notebooks_dir) if not only or any(p.name.startswith(o) for o in only)]
+    if not chosen:
+        raise ConfigError(f"no numbered notebook matches {list(only)}")
+    out = Path(output_dir) if output_dir is not None else results_dir() / "notebooks"
+    out.mkdir(parents=True, exist_ok=True)
+    done = Reproduction()
+    for i, path in enumerate(chosen, start=1):
+        if progress is not None:
+            progress(f"[{i}/{len(chosen)}] {path.name} ...")
+        start = time.perf_counter()
+        given = {k: v for k, v in params.items() if k in _declared(path)}
+        papermill.execute_notebook(
+            str(path),
+            str(out / path.name),
+            parameters=given,
+            cwd=str(path.parent),
+            progress_bar=False,
+            kernel_name="python3",
+        )
+        done.seconds[path.name] = round(time.perf_counter() - start, 1)
+        done.executed.append(out / path.name)
+        if progress is not None:
+            progress(f"[{i}/{len(chosen)}] {path.name} done in {done.seconds[path.name]:.0f} s")
+    return done

@@ -1,0 +1,254 @@
+"""What the notebooks call besides the tables: running models, and demonstrating the sandbox, search and protocols.
+
+Notebooks hold no logic of their own; each step they show is one call here or
+in :mod:`apibank_lib.analysis`, and returns a DataFrame (or a list of runs).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from apibank_lib.calls import format_call
+from apibank_lib.datasets import Benchmark
+from apibank_lib.errors import ApibankError, ConfigError
+from apibank_lib.grading import Grader
+from apibank_lib.protocols import PROTOCOLS, V2
+from apibank_lib.runner import run
+from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.sandbox import json_copy
+from apibank_lib.scoring import score_run
+from apibank_lib.search import default_searcher
+from apibank_lib.tools.base import LEVEL3, LEVEL12
+from apibank_lib.tools.registry import tool_classes
+from apibank_lib.types import ApiCallSample, ApiRecord, Dialogue
+
+__all__ = [
+    "workbench_runs_dir",
+    "run_models",
+    "tools_table",
+    "pick_dialogue",
+    "sample_of",
+    "replay_dialogue",
+    "search_table",
+    "compare_protocols",
+]
+
+_PROJECT = Path(__file__).resolve().parent.parent
+
+
+def workbench_runs_dir(path: str | Path | None = None) -> Path:
+    """Where the notebooks keep runs: ``path``, else ``$APIBANK_RUNS``, else ``runs/`` in the project."""
+    if path is not None:
+        return Path(path)
+    return Path(os.environ.get("APIBANK_RUNS") or _PROJECT / "runs")
+
+
+def run_models(
+    models: Sequence[str],
+    bench: Benchmark,
+    *,
+    protocol: str = V2.name,
+    levels: Sequence[int] = (1, 2, 3),
+    limit: int | None = None,
+    model_limits: Mapping[str, int] | None = None,
+    level3: str = "both",
+    max_steps: int = 12,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    runs_dir: str | Path | None = None,
+    progress: bool = True,
+) -> tuple[list[RunFolder], Any]:
+    """Run (or resume) each model over the benchmark and score it; runs already complete cost nothing.
+
+    A run that exists resumes: nothing is answered again, and it is scored again only when
+    something new was answered (or it was never scored).
+
+    Args:
+        models: model specs (``oracle``, ``llamacpp:gemma-3-270m``, ``openai:<model>@<url>``, ``hf:<path>`` ...).
+        bench: the benchmark.
+        protocol: the grading protocol's name.
+        levels: which levels.
+        limit: at most this many samples (and level-3 episodes) per level; None for all.
+        model_limits: a smaller limit for some models (e.g. a slow embedded model).
+        level3: ``steps``, ``loop`` or ``both``.
+        max_steps: agent-loop step limit.
+        options: backend options per model spec.
+        runs_dir: where the runs go (see :func:`workbench_runs_dir`).
+        progress: show progress bars.
+
+    Returns:
+        The run folders, and a DataFrame with one row per model: its folder's name, samples answered
+        now, failed, already done, seconds.
+    """
+    import pandas as pd
+
+    folders, rows = [], []
+    for model in models:
+        cap = (model_limits or {}).get(model, limit)
+        config = RunConfig(
+            model,
+            levels=tuple(levels),
+            protocol=protocol,
+            data=str(bench.root),
+            limit=cap,
+            level3=level3,
+            max_steps=max_steps,
+            backend_options=dict((options or {}).get(model, {})),
+            runs_dir=str(workbench_runs_dir(runs_dir)),
+        )
+        start = time.perf_counter()
+        result = run(config, bench=bench, progress=progress)
+        folder = RunFolder(result.path)
+        if result.answered or result.failed or not folder.judgments_path.is_file():
+            score_run(folder.path, bench=bench)  # a run resumed with nothing new keeps its judgments
+        folders.append(folder)
+        rows.append(
+            {
+                "model": model,
+                "limit per level": cap,
+                "run folder": result.path.name,
+                "answered now": result.answered,
+                "failed": result.failed,
+                "already done": result.skipped,
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+        )
+    return folders, pd.DataFrame(rows)
+
+
+def tools_table() -> Any:
+    """Every API of both tool sets: tool set, domain, name, parameters, the database it reads, whether it writes it."""
+    import pandas as pd
+
+    rows = []
+    for toolset in (LEVEL12, LEVEL3):
+        for cls in tool_classes(toolset):
+            rows.append(
+                {
+                    "tool set": toolset,
+                    "domain": cls.domain,
+                    "API": cls.name,
+                    "parameters": ", ".join(f"{k}: {p.type}" for k, p in cls.input_parameters.items()) or "-",
+                    "database": cls.database_name or "-",
+                    "writes": cls.writes_database,
+                }
+            )
+    return pd.DataFrame(rows).sort_values(["tool set", "domain", "API"], kind="stable").reset_index(drop=True)
+
+
+def pick_dialogue(bench: Benchmark, level: int = 1, dialogue_id: str | None = None, *, min_calls: int = 3) -> Dialogue:
+    """The dialogue ``dialogue_id``, or the first of a level with at least ``min_calls`` gold calls (else the most)."""
+    dialogues = bench.dialogues(level)
+    if dialogue_id is not None:
+        found = [d for d in dialogues if d.id == dialogue_id]
+        if not found:
+            raise ConfigError(f"no level-{level} dialogue {dialogue_id!r}")
+        return found[0]
+    if not dialogues:
+        raise ConfigError(f"the benchmark has no level-{level} dialogue")
+    return next((d for d in dialogues if len(d.api_turns) >= min_calls), max(dialogues, key=lambda d: len(d.api_turns)))
+
+
+def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What changed between two states of the databases, in words (added, removed, changed records)."""
+    parts = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            added = [k for k in new if k not in old]
+            removed = [k for k in old if k not in new]
+            changed = [k for k in new if k in old and new[k] != old[k]]
+            words = [f"+{k}" for k in added] + [f"-{k}" for k in removed] + [f"~{k}" for k in changed]
+            parts.append(f"{name}: {' '.join(str(w) for w in words)}")
+        else:
+            parts.append(f"{name}: changed")
+    return "; ".join(parts)
+
+
+def replay_dialogue(bench: Benchmark, dialogue: Dialogue, protocol: str = V2.name) -> Any:
+    """A dialogue replayed step by step in one sandbox: each turn, each call's result, and what it changed.
+
+    Returns:
+        One row per turn: role, what was said or called, the call's output and exception,
+        and the database records the call added (+), removed (-) or changed (~).
+    """
+    import pandas as pd
+
+    box = bench.sandbox(dialogue.level, PROTOCOLS[protocol])
+    names = sorted(box.toolset.mutable_databases)
+    rows = []
+    for turn in dialogue.turns:
+        if not isinstance(turn, ApiRecord):
+            rows.append({"role": turn.role, "turn": turn.text, "output": "", "exception": "", "state change": ""})
+            continue
+        before = {n: json_copy(box.database(n)) for n in names}
+        result = box.execute_safely(turn.call)
+        after = {n: box.database(n) for n in names}
+        rows.append(
+            {
+                "role": "API",
+                "turn": format_call(turn.call),
+                "output": _short(result.output),
+                "exception": result.exception or "",
+                "state change": _changes(before, after),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _short(value: Any, width: int = 120) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def sample_of(bench: Benchmark, api: str, level: int = 1) -> ApiCallSample:
+    """The first API-call sample of a level whose gold call is to ``api``."""
+    for s in bench.samples(level, "api"):
+        if isinstance(s, ApiCallSample) and s.gold.api_name == api:
+            return s
+    raise ConfigError(f"no level-{level} API-call sample calls {api}")
+
+
+def search_table(bench: Benchmark, keywords: str, *, level: int = 1, k: int = 5) -> Any:
+    """The APIs the embedding search ranks first for ``keywords``: rank, API, cosine similarity, description."""
+    import pandas as pd
+
+    index = default_searcher(bench.toolset(level).searchable())
+    ranked = index.search(keywords, k)
+    return pd.DataFrame(
+        [
+            {"rank": i + 1, "API": s.name, "cosine": round(score, 4), "description": s.description}
+            for i, (s, score) in enumerate(ranked)
+        ]
+    )
+
+
+def compare_protocols(bench: Benchmark, sample: ApiCallSample, prediction: str) -> Any:
+    """One prediction judged under every protocol: the call each parsed, its result, the verdict and why."""
+    import pandas as pd
+
+    rows = []
+    for name, protocol in PROTOCOLS.items():
+        try:
+            j = Grader(bench, protocol).judge_api(sample, prediction)
+        except ApibankError as exc:  # pragma: no cover - a judgment never raises for a valid sample
+            rows.append(
+                {"protocol": name, "parsed call": "", "output": "", "correct": False, "category": "", "why": str(exc)}
+            )
+            continue
+        rows.append(
+            {
+                "protocol": name,
+                "parsed call": j.call_text or "",
+                "output": _short((j.result or {}).get("output")),
+                "correct": j.correct,
+                "category": j.category.value if j.category else "",
+                "why": j.reason or "",
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,19 @@
+"""Notebook tests (nbval): the kernels write runs, tables and figures under a temporary folder, not the project.
+
+nbval starts each notebook's kernel from this process, so the environment set
+here reaches the library's defaults (:func:`apibank_lib.workbench.workbench_runs_dir`,
+:func:`apibank_lib.analysis.results_dir`, :func:`apibank_lib.analysis.figures_dir`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    base = tempfile.mkdtemp(prefix="apibank-notebooks-")
+    for var in ("APIBANK_RUNS", "APIBANK_RESULTS", "APIBANK_FIGURES"):
+        os.environ[var] = os.path.join(base, var.lower())

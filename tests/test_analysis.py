@@ -1,0 +1,96 @@
+"""Tables of results: ROUGE-L under both protocols, the funnel on hand-written predictions, labels, the main table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apibank_lib import analysis
+from apibank_lib.backends.scripted import ScriptedBackend
+from apibank_lib.datasets import Benchmark
+from apibank_lib.grading import Grader
+from apibank_lib.prompts import target_text
+from apibank_lib.protocols import PAPER, V2
+from apibank_lib.replies import rouge_l, rouge_score_l
+from apibank_lib.runner import run
+from apibank_lib.runs import RunConfig
+from apibank_lib.types import ResponseSample
+
+
+def test_rouge_l_of_both_packages_by_hand() -> None:
+    # hypothesis "the cat sat", reference "the cat sat on the mat": the longest common subsequence has 3 tokens.
+    # rouge-score: P = 3/3, R = 3/6, F = 2/3. The rouge package counts the reference's tokens as a set
+    # (the, cat, sat, on, mat: 5), so R = 3/5 and F = 0.75.
+    assert rouge_score_l("the cat sat", "the cat sat on the mat") == pytest.approx(2 / 3)
+    assert rouge_l("the cat sat", "the cat sat on the mat") == pytest.approx(0.75, abs=1e-6)
+    # rouge-score lower-cases and drops punctuation; the rouge package does neither (only "sat" matches).
+    assert rouge_score_l("The Cat sat.", "the cat sat") == 1.0
+    assert rouge_l("The Cat sat.", "the cat sat") == pytest.approx(1 / 3, abs=1e-6)
+    assert rouge_score_l("...", "a reference") == 0.0 and rouge_l("...", "a reference") == 0.0
+
+
+def test_replies_under_each_protocol(bench: Benchmark) -> None:
+    sample = ResponseSample(1, "d", 1, (), (), "the cat sat")
+    # paper: the rouge package, "AI:" kept as a word (P = 3/4, R = 1), rounded to 4 decimals as the original did.
+    paper = Grader(bench, PAPER).reply_scores(sample, "AI: the cat sat")
+    assert paper == {"rouge": 0.8571, "rouge-score": pytest.approx(6 / 7)}
+    assert Grader(bench, PAPER).judge_response(sample, "AI: the cat sat") == 0.8571
+    # v2: a leading "AI:" removed, then rouge-score, not rounded.
+    assert Grader(bench, V2).judge_response(sample, "AI: the cat sat") == 1.0
+    assert Grader(bench, V2).reply_scores(sample, "AI: the cat sat")["rouge"] == 1.0
+
+
+def _funnel_run(bench: Benchmark, tmp_path: Path):  # noqa: ANN202
+    """The first dialogue (8 samples), answered so that each gold call stops at a known stage."""
+    d = "AddAgenda-AddAlarm-AddReminder-level-2-1"
+    samples = {s.key: s for s in bench.samples(1)[:8]}
+    answers = {
+        f"L1/api/{d}/0": target_text(samples[f"L1/api/{d}/0"]),  # GetUserToken: right; a call follows, no reply
+        # AddAgenda: right ... (sample 1, its duplicate, has the same prompt: the runner reuses the first answer)
+        f"L1/api/{d}/1": target_text(samples[f"L1/api/{d}/2"]),
+        f"L1/response/{d}/3": "no",  # ... but its reply is poor
+        f"L1/api/{d}/4": "[AddAlarm(token='eaez4jqn3vme7smldp', time='2023-04-05 08:00:00')]",  # a wrong value
+        f"L1/api/{d}/6": "[AddAlarm(token='eaez4jqn3vme7smldp', time='2023-04-04 20:00:00')]",  # the wrong API
+    }
+    backend = ScriptedBackend(lambda req: answers.get(req.item.key, "nothing"))
+    result = run(RunConfig("scripted", levels=(1,), limit=8, out=str(tmp_path / "f")), backend=backend, bench=bench, progress=False)
+    return analysis.load_runs([result.path], bench=bench)[0]
+
+
+def test_the_funnel_on_hand_written_predictions(bench: Benchmark, tmp_path: Path) -> None:
+    funnel = analysis.funnel(_funnel_run(bench, tmp_path), bench)
+    assert list(funnel["stage"]) == list(analysis.FUNNEL_STAGES)
+    # 4 gold calls (the duplicate sample is left out): AddReminder stops at the API name, AddAlarm at the values,
+    # AddAgenda at the reply; GetUserToken goes all the way.
+    assert list(funnel["samples"]) == [4, 4, 3, 3, 2, 2, 2, 1]
+    assert list(funnel["share (%)"])[-1] == 25.0
+
+
+def test_comparison_labels_say_model_prompt_mode_protocol_and_data(bench: Benchmark, release: Benchmark, tmp_path: Path) -> None:
+    made = [
+        run(RunConfig("oracle", levels=(1,), limit=4, out=str(tmp_path / "a")), bench=bench, progress=False).path,
+        run(RunConfig("oracle", levels=(1,), limit=4, protocol="paper", out=str(tmp_path / "b")), bench=release, progress=False).path,
+        run(RunConfig("scripted", levels=(1,), limit=4, out=str(tmp_path / "c")), backend=ScriptedBackend("x"), bench=bench, progress=False).path,
+    ]
+    table = analysis.compare_runs(analysis.load_runs(made))
+    labels = table[["model", "prompt mode", "protocol", "data"]].values.tolist()
+    assert labels == [["oracle", "reference", "v2", "bundled"], ["oracle", "reference", "paper", "official"], ["scripted", "completion", "v2", "bundled"]]
+    assert {"L1 ROUGE-L (rouge)", "L1 ROUGE-L (rouge-score)", "partial"} <= set(table.columns)
+
+
+def test_main_table_has_the_papers_layout_and_rows(bench: Benchmark, tmp_path: Path) -> None:
+    result = run(RunConfig("oracle", limit=6, level3="both", out=str(tmp_path / "o")), bench=bench, progress=False)
+    table = analysis.main_table(analysis.load_runs([result.path]), n_boot=100, dated=False)
+    ours = table[table["source"] == "measured here"].iloc[0]
+    assert ours["Call acc"] == ours["Call acc low"] == 100.0 and ours["Total ROUGE-L"] == 1.0
+    assert ours["Plan+Retrieve+Call episodes"] == 100.0 and "date" not in table.columns
+    reported = table[table["source"] == "reported"].set_index("model")
+    assert reported.loc["GPT-4", "Call acc"] == 63.66 and reported.loc["GPT-4", "Plan+Retrieve+Call episodes"] == 70.0
+    assert reported["Plan+Retrieve+Call acc"].isna().all()  # the paper's level-3 figure counts items, not steps
+
+
+def test_tables_are_saved_as_csv_and_markdown(tmp_path: Path) -> None:
+    paths = analysis.save_table(analysis.toolalpaca_table(), "toolalpaca", tmp_path)
+    assert paths["csv"].read_text().startswith("model,training samples,Call acc")
+    assert "| Lynx " in paths["md"].read_text() and "reported" in paths["md"].read_text()

@@ -1,0 +1,162 @@
+"""The explorer widget, driven from Python as a person would drive it, and its notebook run headlessly."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+
+from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, RunFolder, run, target_text, workbench
+from apibank_lib.explorer import ALL, CORRECT, Explorer
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explorer.ipynb"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def runs(bench: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> list[RunFolder]:
+    """Scored oracle and no-call runs over the first 12 samples (and episodes) of each level."""
+    folders, _ = workbench.run_models(["oracle", "no-call"], bench, limit=12, runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
+    return folders
+
+
+@pytest.fixture
+def explorer(bench: Benchmark, runs: list[RunFolder]) -> Explorer:
+    return Explorer(bench, runs, level=1)
+
+
+def _first_api_sample(bench: Benchmark, level: int, dialogue_id: str) -> ApiCallSample:
+    return next(s for s in bench.samples(level, "api") if s.dialogue_id == dialogue_id and isinstance(s, ApiCallSample))
+
+
+def _listed(explorer: Explorer) -> list[str]:
+    return [value for _, value in explorer.dialogue_select.options]
+
+
+def test_the_view_shows_the_gold_call_beside_each_runs_verdict(bench: Benchmark, explorer: Explorer) -> None:
+    assert [label for label, _ in explorer.run_select.options] == ["oracle · v2", "no-call · v2"]
+    assert explorer.compare_select.value == 1  # the second run is shown beside the first
+    sample = _first_api_sample(bench, 1, explorer.dialogue_select.value)
+    view = explorer.view.value
+    assert html.escape(target_text(sample)) in view
+    # the first sample's table: the gold column has no verdict, then the oracle's, then no-call's
+    verdicts = re.search(r"verdict</th><td[^>]*></td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td>", view)
+    assert verdicts is not None and "✓ correct" in verdicts[1] and "✗ wrong" in verdicts[2]
+    categories = re.search(r"category</th><td[^>]*></td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td>", view)
+    assert categories is not None and categories[1] == "" and categories[2].startswith("No API Call")
+
+
+def test_choosing_another_dialogue_changes_the_view(bench: Benchmark, explorer: Explorer) -> None:
+    before = explorer.view.value
+    other = _listed(explorer)[1]
+    explorer.dialogue_select.value = other
+    assert explorer.view.value != before
+    assert html.escape(other) in explorer.view.value
+    assert html.escape(target_text(_first_api_sample(bench, 1, other))) in explorer.view.value
+
+
+def test_one_run_alone_and_the_same_run_twice_show_one_column(explorer: Explorer) -> None:
+    explorer.compare_select.value = None
+    alone = explorer.view.value
+    assert "oracle · v2" in alone and "no-call · v2" not in alone
+    explorer.compare_select.value = 0
+    assert explorer.view.value == alone
+
+
+def _dialogues_with(runs: list[RunFolder], level: int, keep: Callable[[JudgmentRecord], bool]) -> set[str]:
+    return {j.dialogue_id for f in runs for j in f.read_judgments() if j.level == level and keep(j)}
+
+
+def test_the_category_filter_lists_only_dialogues_with_a_matching_sample(
+    explorer: Explorer, runs: list[RunFolder]
+) -> None:
+    assert explorer.category_select.options[0] == (ALL, ALL)
+    assert ("No API Call", "No API Call") in explorer.category_select.options
+    everything = set(_listed(explorer))
+    explorer.category_select.value = "No API Call"
+    wanted = _dialogues_with(runs, 1, lambda j: j.category == "No API Call")
+    assert set(_listed(explorer)) == wanted and wanted == everything  # no-call never calls
+    explorer.compare_select.value = None  # the oracle alone: never wrong, so the category is no longer offered
+    assert explorer.category_select.value == ALL
+    assert [v for _, v in explorer.category_select.options] == [ALL, CORRECT]
+    explorer.category_select.value = CORRECT
+    assert set(_listed(explorer)) == _dialogues_with(runs[:1], 1, lambda j: j.correct is True)
+
+
+def test_the_api_filter_lists_only_dialogues_calling_that_api(
+    bench: Benchmark, explorer: Explorer, runs: list[RunFolder]
+) -> None:
+    assert [v for _, v in explorer.api_select.options][:3] == [ALL, "AddAgenda", "AddAlarm"]
+    explorer.api_select.value = "AddAlarm"
+    listed = set(_listed(explorer))
+    assert listed == _dialogues_with(runs, 1, lambda j: j.gold_api == "AddAlarm")
+    assert listed and listed < {d.id for d in bench.dialogues(1)}
+
+
+def test_level_3_steps_through_each_runs_agent_episode(explorer: Explorer, runs: list[RunFolder]) -> None:
+    explorer.level_select.value = 3
+    item = explorer.dialogue_select.value
+    assert item == "0" and explorer.step_slider.layout.display == ""
+    oracle_steps = runs[0].read_predictions().records["L3/episode/0"].steps
+    assert len(oracle_steps) > 1 and explorer.step_slider.max == len(oracle_steps)
+    for number, step in enumerate(oracle_steps, start=1):
+        explorer.step_slider.value = number
+        assert f"agent episode · step {number}" in explorer.view.value
+        assert html.escape(step.call or "") in explorer.view.value
+    assert "✓ solved" in explorer.view.value and "✗ not solved" in explorer.view.value
+    explorer.dialogue_select.value = "1"  # another item starts again at its first step
+    assert explorer.step_slider.value == 1
+
+
+def test_without_runs_every_dialogue_is_listed_with_its_gold(bench: Benchmark) -> None:
+    explorer = Explorer(bench, level=3)
+    assert _listed(explorer) == [str(item.id) for item in bench.level3]
+    assert explorer.run_select.value is None and explorer.compare_select.value is None
+    assert html.escape(target_text(_first_api_sample(bench, 3, "0"))) in explorer.view.value
+    assert explorer.step_slider.layout.display == "none" and "agent episode" not in explorer.view.value
+
+
+def test_a_run_not_scored_yet_is_scored_when_loaded(bench: Benchmark, tmp_path: Path) -> None:
+    out = tmp_path / "unscored"
+    run(RunConfig("no-call", levels=(1,), limit=3, out=str(out)), bench=bench, progress=False)
+    assert not RunFolder(out).judgments_path.exists()
+    explorer = Explorer(bench, [out])
+    assert RunFolder(out).judgments_path.is_file()
+    assert "No API Call" in explorer.view.value
+    explorer.level_select.value = 2  # a level the run did not answer: every dialogue, with its gold
+    assert _listed(explorer) == [d.id for d in bench.dialogues(2)]
+
+
+def test_runs_resume_without_answering_or_scoring_again(bench: Benchmark, runs: list[RunFolder]) -> None:
+    stamps = [f.judgments_path.stat().st_mtime_ns for f in runs]
+    again, summary = workbench.run_models(["oracle", "no-call"], bench, limit=12, runs_dir=runs[0].path.parent, progress=False)
+    assert list(summary["answered now"]) == [0, 0]
+    assert [f.path for f in again] == [f.path for f in runs]
+    assert [f.judgments_path.stat().st_mtime_ns for f in again] == stamps
+
+
+def test_the_explorer_displays_as_a_widget(explorer: Explorer) -> None:
+    bundle = explorer._repr_mimebundle_()
+    assert bundle is not None and bundle[WIDGET_VIEW]["model_id"] == explorer.widget.model_id
+
+
+def test_the_notebook_runs_headlessly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APIBANK_RUNS", str(tmp_path / "runs"))
+    out = tmp_path / "explorer.ipynb"
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(out),
+        parameters={"LIMIT": 3, "RUNS": ["oracle", "no-call"], "LEVEL": 3},
+        cwd=str(tmp_path),
+        kernel_name="python3",
+        progress_bar=False,
+    )
+    cells = nbformat.read(out, as_version=4).cells
+    assert not [o for c in cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert any(WIDGET_VIEW in o.get("data", {}) for o in cells[-1].outputs)
+    assert len([p for p in (tmp_path / "runs").iterdir() if RunFolder(p).judgments_path.is_file()]) == 2
