@@ -113,7 +113,7 @@ def save_table(frame: Any, name: str, directory: str | Path | None = None) -> di
     paths = {"csv": folder / f"{name}.csv", "md": folder / f"{name}.md"}
     frame.to_csv(paths["csv"], index=False)
     shown = frame.astype(object).where(frame.notna(), "")  # an empty cell, not "nan", where a value does not apply
-    paths["md"].write_text(shown.to_markdown(index=False) + "\n", encoding="utf-8")
+    paths["md"].write_text(shown.to_markdown(index=False, disable_numparse=True) + "\n", encoding="utf-8")
     return paths
 
 
@@ -277,7 +277,9 @@ def main_table(
             rouge, _, _ = _rouge([j for j in r.judgments if j.level == level and j.kind == "response"], n_boot, seed)
             row.update({f"{ability} acc": acc, f"{ability} acc low": low, f"{ability} acc high": high})
             row[f"{ability} ROUGE-L"] = rouge
-        row["Plan+Retrieve+Call episodes"] = _accuracy([j for j in r.judgments if j.kind == "episode"], n_boot, seed)[0]
+        episodes, low, high = _accuracy([j for j in r.judgments if j.kind == "episode"], n_boot, seed)
+        row.update({"Plan+Retrieve+Call episodes": episodes, "Plan+Retrieve+Call episodes low": low})
+        row["Plan+Retrieve+Call episodes high"] = high
         total, low, high = _accuracy([j for j in r.judgments if j.kind == "api"], n_boot, seed)
         row.update({"Total acc": total, "Total acc low": low, "Total acc high": high})
         row["Total ROUGE-L"] = _rouge([j for j in r.judgments if j.kind == "response"], n_boot, seed)[0]
