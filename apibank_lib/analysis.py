@@ -39,7 +39,6 @@ from apibank_lib.reported import (
     PAPER_ERROR_DISTRIBUTION,
     PAPER_MAIN_RESULTS,
     PAPER_TOOLALPACA,
-    reported,
 )
 from apibank_lib.runs import JudgmentRecord, RunFolder, RunInfo, default_runs_dir
 from apibank_lib.scoring import score_run
@@ -239,11 +238,11 @@ def _accuracy(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[flo
     return _pct(iv.estimate), _pct(iv.low), _pct(iv.high)
 
 
-def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int, metric: str | None = None) -> tuple[float | None, ...]:
-    """Mean ROUGE-L with its interval over reply judgments (the protocol's metric, or the named one)."""
+def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, ...]:
+    """Mean ROUGE-L (the protocol's metric) with its interval over reply judgments."""
     if not js:
         return None, None, None
-    values = [(j.rouge_scores or {}).get(metric, 0.0) if metric else (j.rouge_l or 0.0) for j in js]
+    values = [j.rouge_l or 0.0 for j in js]
     iv = bootstrap_mean(values, [_cluster(j) for j in js], n_boot=n_boot, seed=seed)
     return round(iv.estimate, 4), round(iv.low, 4), round(iv.high, 4)
 
@@ -792,9 +791,3 @@ def toolalpaca_table(runs: Sequence[ScoredRun] = ()) -> Any:
             }
         )
     return pd.DataFrame(rows)
-
-
-def reported_sources() -> dict[str, str]:
-    """Each reported table's source, for captions."""
-    data = reported()
-    return {name: table["source"] for name, table in data.items() if isinstance(table, dict) and "source" in table}
