@@ -791,3 +791,42 @@ def toolalpaca_table(runs: Sequence[ScoredRun] = ()) -> Any:
             }
         )
     return pd.DataFrame(rows)
+
+
+def training_statistics_table(report: Any, examples: Sequence[Any] | None = None) -> Any:
+    """A training corpus (a tester report's accepted dialogues) beside the paper's training statistics.
+
+    Counted with the evaluation's definitions: turns are user utterances (a
+    plan's requirement is one), calls exclude ToolSearcher, single-/multi-call
+    dialogues count calls other than searches; samples are cut as evaluation
+    samples are (duplicates left out).
+
+    Args:
+        report: a :class:`~apibank_lib.synthesis.tester.CheckReport`.
+        examples: the training examples, if already made (else they are made here).
+    """
+    from apibank_lib.training.export import examples_from_corpus
+
+    pd = _pandas()
+    accepted = report.accepted
+    by = {a: sum(1 for d in accepted if d.ability == a) for a in ("call", "retrieve_call", "plan_retrieve_call")}
+    turns = sum(1 if d.ability == "plan_retrieve_call" else sum(t.role == "user" for t in d.turns) for d in accepted)
+    calls = [sum(1 for t in d.api_turns if t.call and t.call.name != "ToolSearcher") for d in accepted]
+    used = {t.call.name for d in accepted for t in d.api_turns if t.call and t.call.name != "ToolSearcher"}
+    examples = examples if examples is not None else examples_from_corpus(report)
+    p = PAPER_CORPUS["training"]
+    rows = [
+        ("domains", len({f.domain for f in report.files}), p["domains"]),
+        ("APIs (defined / called)", f"{len(report.schemas)} / {len(used)}", p["apis"]),
+        ("dialogues", len(accepted), p["dialogues"]),
+        ("Call / Retrieve+Call / Plan+Retrieve+Call dialogues", f"{by['call']} / {by['retrieve_call']} / {by['plan_retrieve_call']}",
+         f"{p['call_dialogues']} / {p['retrieve_call_dialogues']} / {p['plan_retrieve_call_dialogues']}"),
+        ("turns (user utterances)", turns, p["turns"]),
+        ("average turns per dialogue", round(turns / len(accepted), 2) if accepted else 0.0, p["avg_turns_per_dialogue"]),
+        ("API calls (searches excluded)", sum(calls), None),
+        ("single-call dialogues", sum(1 for n in calls if n == 1), p["single_call_instances"]),
+        ("multi-call dialogues", sum(1 for n in calls if n > 1), p["multi_call_instances"]),
+        ("training samples (API-call / response)", f"{sum(e.task == 'api' for e in examples)} / {sum(e.task == 'response' for e in examples)}", None),
+        ("tester rejections", f"{len(report.rejected)} of {report.total}", None),
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["quantity", "measured here (our training corpus)", "reported (paper, training)"])

@@ -416,6 +416,71 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_train(args: argparse.Namespace) -> int:
+    from apibank_lib.synthesis.tester import check_corpus
+
+    report = check_corpus(args.paths)
+    if args.json:
+        out = report.counts()
+        out["rejections"] = [{"where": r.where, "id": r.dialogue_id, "reason": r.reason, "message": r.message} for r in report.rejected]
+        out["api_rejections"] = [{"where": r.where, "api": r.dialogue_id, "message": r.message} for r in report.api_rejections]
+        _print_json(out)
+    else:
+        for r in report.api_rejections + report.rejected:
+            print(r)
+        c = report.counts()
+        print(
+            f"{c['accepted']} of {c['dialogues']} dialogues accepted ({100 * c['rejection_rate']:.1f}% rejected), "
+            f"{c['apis']} APIs in {c['domains']} domains; by ability: "
+            + ", ".join(f"{a} {n}" for a, n in c["accepted_by_ability"].items())
+        )
+        if report.rejected:
+            print(report.table().to_markdown(index=False))
+    return 1 if report.rejected or report.api_rejections else 0
+
+
+def cmd_convert_toolalpaca(args: argparse.Namespace) -> int:
+    from apibank_lib.formats.toolalpaca import convert, read_toolalpaca, write_converted
+
+    result = convert(read_toolalpaca(args.src))
+    written = write_converted(result, args.out_dir)
+    if args.json:
+        _print_json(result.counts())
+        return 0
+    c = result.counts()
+    made = f"{c['samples']} samples" if result.kind == "eval" else f"{c['dialogues']} dialogues"
+    print(f"{args.src} ({result.kind}): {made}, {c['functions']} functions; wrote {', '.join(p.name for p in written)} to {args.out_dir}")
+    print(_table([list(r) for r in result.rows()], ["unit", "measure", "count"]))
+    return 0
+
+
+DEFAULT_MIX = "L1/api=0.5,L2/api=0.2,L3/api=0.1,L1/response=0.1,L2/response=0.05,L3/response=0.05"
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from apibank_lib.synthesis.tester import check_corpus
+    from apibank_lib.training.export import examples_from_corpus, mix, parse_shares
+    from apibank_lib.training.recipe import TrainConfig, train
+
+    report = check_corpus(args.corpus)
+    examples = examples_from_corpus(report)
+    if not examples:
+        raise ConfigError(f"no accepted training dialogue in {' '.join(args.corpus)}")
+    chosen = mix(examples, args.examples or len(examples), parse_shares(args.mix), seed=args.seed)
+    _warn(f"{len(report.accepted)} dialogues accepted ({len(report.rejected)} rejected); {len(examples)} examples, training on {len(chosen)}")
+    config = TrainConfig(
+        out=args.out, model=args.model, method=args.method, rank=args.rank, alpha=args.alpha, lr=args.lr, epochs=args.epochs,
+        accumulate=args.accumulate, max_len=args.max_len, seed=args.seed, threads=args.threads, max_steps=args.max_steps,
+        command="apibank " + shlex.join(sys.argv[1:]),
+    )
+    result = train(config, chosen, progress=not args.json)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(f"trained {result.steps} steps on {result.examples_seen} examples in {result.seconds:.0f} s; final loss {result.final_loss}; saved to {result.out}")
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from apibank_lib.analysis import figures_dir, results_dir
     from apibank_lib.reproduce import reproduce
@@ -576,6 +641,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", default=None, metavar="NN", help="only these notebooks, by number (e.g. 00 03)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("train", help="fine-tune a model (LoRA by default) on training corpus files")
+    p.add_argument("corpus", nargs="+", help="corpus YAML files or folders (judged by the tester first)")
+    p.add_argument("--out", required=True, help="output folder: adapter, checkpoint (resumes), loss.csv, training.json")
+    p.add_argument("--model", default="gemma-3-270m")
+    p.add_argument("--method", choices=("lora", "full"), default="lora")
+    p.add_argument("--examples", type=int, default=None, help="how many examples to draw (default: all)")
+    p.add_argument("--mix", default=DEFAULT_MIX, help=f"group shares of the draw (default: {DEFAULT_MIX})")
+    p.add_argument("--rank", type=int, default=16)
+    p.add_argument("--alpha", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--accumulate", type=int, default=8)
+    p.add_argument("--max-len", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("check-train", help="the synthesis tester on training corpus files: accepted, rejected and why")
+    p.add_argument("paths", nargs="+", help="corpus YAML files or folders of them")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check_train)
+
+    p = sub.add_parser("convert-toolalpaca", help="convert a ToolAlpaca training or evaluation file into our format")
+    p.add_argument("src", help="a ToolAlpaca JSON file (a list of API entries)")
+    p.add_argument("out_dir", help="folder for dialogues.jsonl, apis.json, samples.jsonl (evaluation) and report.json")
+    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    p.set_defaults(func=cmd_convert_toolalpaca)
 
     p = sub.add_parser("score", help="score run folders (never queries a model)")
     p.add_argument("runs", nargs="+")

@@ -53,19 +53,30 @@ class LlamaCppBackend(Backend):
         n_ctx: context window in tokens.
         threads: CPU threads (default: every core this process may use).
         seed: sampling seed (decoding is greedy anyway).
+        adapter: a LoRA adapter folder saved by the fine-tuning recipe
+            (:mod:`apibank_lib.training`); converted once to llama.cpp's GGUF
+            adapter form and applied to the model at load time.
     """
 
     kind = "llamacpp"
     concurrent = False  # one llama.cpp context; the runner serialises requests
-    answer_options = ("model", "n_ctx")
+    answer_options = ("model", "n_ctx", "adapter")
     default_target = "gemma-3-270m"
 
     @classmethod
     def target_options(cls, target: str) -> dict[str, Any]:
-        """The target is the model: ``gemma-3-270m`` or a ``.gguf`` path."""
-        return {"model": target}
+        """The target is the model (``gemma-3-270m`` or a ``.gguf`` path), optionally ``+<adapter folder>``.
 
-    def __init__(self, model: str = "gemma-3-270m", n_ctx: int = 4096, threads: int | None = None, seed: int = 0) -> None:
+        ``lynx-270m`` names the fine-tuned adapter shipped in ``models/``
+        (:data:`apibank_lib.training.shipped.SHIPPED`).
+        """
+        from apibank_lib.training.shipped import resolve_model
+
+        return resolve_model(target)
+
+    def __init__(
+        self, model: str = "gemma-3-270m", n_ctx: int = 4096, threads: int | None = None, seed: int = 0, adapter: str | None = None
+    ) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover
@@ -73,19 +84,28 @@ class LlamaCppBackend(Backend):
         path = packaged_gemma_path() if model in PACKAGED else Path(model)
         if not path.is_file():
             raise ConfigError(f"GGUF model file not found: {path}")
-        self.name = f"llamacpp:{model}"
+        lora_path = None
+        if adapter:
+            from apibank_lib.training.gguf_lora import adapter_to_gguf
+            from apibank_lib.training.shipped import adapter_folder
+
+            lora_path = str(adapter_to_gguf(adapter_folder(adapter)))
+        self.adapter = adapter
+        self.name = f"llamacpp:{model}" + (f"+{adapter}" if adapter else "")
         self.model = model
         self.model_path = path
         self.n_ctx = n_ctx
         self.threads = threads or available_cores()
         self.seed = seed
         start = time.perf_counter()
-        self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, seed=seed, verbose=False)
+        self.llm = Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, seed=seed, verbose=False, lora_path=lora_path
+        )
         self.load_s = time.perf_counter() - start
         self._lock = threading.Lock()
 
     def info(self) -> dict[str, Any]:
-        return {"backend": self.kind, "model_file": self.model_path.name, "n_ctx": self.n_ctx, "threads": self.threads, "seed": self.seed, "decoding": "greedy"}
+        return {"backend": self.kind, "model_file": self.model_path.name, "n_ctx": self.n_ctx, "threads": self.threads, "seed": self.seed, "decoding": "greedy", "adapter": self.adapter}
 
     def complete(self, request: Request) -> Completion:
         prompt = request.prompt.text

@@ -78,8 +78,10 @@ class TransformersBackend(Backend):
 
     @classmethod
     def target_options(cls, target: str) -> dict[str, Any]:
-        """The target is the model: ``gemma-3-270m``, a ``.gguf`` file or a model directory."""
-        return {"model": target}
+        """The target is the model (``gemma-3-270m``, a ``.gguf`` file or a model directory), optionally ``+<adapter>``."""
+        from apibank_lib.training.shipped import resolve_model
+
+        return resolve_model(target)
 
     def __init__(self, model: str = "gemma-3-270m", adapter: str | None = None, threads: int | None = None) -> None:
         import torch
@@ -93,7 +95,9 @@ class TransformersBackend(Backend):
                 from peft import PeftModel
             except ImportError as exc:  # pragma: no cover
                 raise ConfigError("adapters need peft: pip install 'apibank_lib[hf]'") from exc
-            self.lm = PeftModel.from_pretrained(self.lm, adapter)
+            from apibank_lib.training.shipped import adapter_folder
+
+            self.lm = PeftModel.from_pretrained(self.lm, str(adapter_folder(adapter)))
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.lm.to(self.device).eval()
         self.load_s = time.perf_counter() - start

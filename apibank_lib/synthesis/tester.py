@@ -1,0 +1,445 @@
+"""The tester: the fifth synthesis agent, as rules. It accepts a training dialogue or rejects it with a reason.
+
+The checks follow the data standards of the paper's tester, made explicit:
+
+* ``format``: the dialogue has an id, a known ability, well-formed turns and
+  calls that parse; the first turn is the user's.
+* ``api``: every called API is defined (``ToolSearcher`` is the one shared
+  API), with a CamelCase name that is not an evaluation API's (or a near copy).
+* ``parameters``: only declared parameter names, every required one given,
+  values that fit the declared type (``int``, ``float``, ``bool``).
+* ``result``: every call but a search has an output; a mapping output uses only
+  declared output parameters.
+* ``grounding``: the reply that closes the last API results (a plan's
+  response) repeats at least one concrete value of those results.
+* ``shape``: the ability's shape: ``call`` has API calls and no search;
+  ``retrieve_call`` searches before each API's first call and the search
+  retrieves what is called next; a plan has at least two retrieved calls; a
+  search's keywords are plain words, not the API's CamelCase name.
+* ``duplicate``: ids are unique; no two dialogues open with the same request;
+  no request nearly repeats one of the evaluation benchmark's.
+
+:func:`check_corpus` judges whole files and returns a :class:`CheckReport`
+(accepted dialogues, rejections with reasons, counts as a DataFrame); the
+``apibank check-train PATH`` command prints it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from pathlib import Path
+from typing import Any, Iterable
+
+from apibank_lib.formats.train_corpus import (
+    ABILITIES,
+    SEARCHER,
+    CorpusDialogue,
+    CorpusFile,
+    CorpusTurn,
+    corpus_files,
+    read_corpus_file,
+)
+from apibank_lib.types import ToolSchema
+
+__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "REASONS", "evaluation_texts"]
+
+REASONS = ("format", "api", "parameters", "result", "grounding", "shape", "duplicate")
+"""The rejection reasons, in the order the checks run."""
+
+_CAMEL = re.compile(r"^[A-Z][A-Za-z0-9]+$")
+_TYPES = {"str", "int", "float", "bool", "list", "dict"}
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why one dialogue (or API) was rejected: the reason class and a message naming the place."""
+
+    where: str
+    dialogue_id: str
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}: {self.message}"
+
+
+@dataclass
+class CheckReport:
+    """The tester's verdict over one or more corpus files."""
+
+    files: list[CorpusFile] = field(default_factory=list)
+    accepted: list[CorpusDialogue] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    api_rejections: list[Rejection] = field(default_factory=list)
+
+    @property
+    def schemas(self) -> dict[str, ToolSchema]:
+        """Every accepted API of every file, by name."""
+        out: dict[str, ToolSchema] = {}
+        for f in self.files:
+            out.update(f.schemas)
+        return out
+
+    @property
+    def domains(self) -> dict[str, str]:
+        """API name -> domain."""
+        return {name: f.domain for f in self.files for name in f.schemas}
+
+    @property
+    def total(self) -> int:
+        """Dialogues judged."""
+        return len(self.accepted) + len(self.rejected)
+
+    @property
+    def rejection_rate(self) -> float:
+        """Share of judged dialogues rejected."""
+        return len(self.rejected) / self.total if self.total else 0.0
+
+    def counts(self) -> dict[str, Any]:
+        """Files, domains, APIs, dialogues judged/accepted/rejected, by ability and by reason."""
+        by_ability = Counter(d.ability for d in self.accepted)
+        return {
+            "files": len(self.files),
+            "domains": len({f.domain for f in self.files}),
+            "apis": len(self.schemas),
+            "apis_rejected": len(self.api_rejections),
+            "dialogues": self.total,
+            "accepted": len(self.accepted),
+            "rejected": len(self.rejected),
+            "rejection_rate": round(self.rejection_rate, 4),
+            "accepted_by_ability": {a: by_ability.get(a, 0) for a in ABILITIES},
+            "rejected_by_reason": {r: n for r, n in sorted(Counter(x.reason for x in self.rejected).items())},
+        }
+
+    def table(self) -> Any:
+        """Per-reason rejection counts as a DataFrame (reason, rejected, share of judged)."""
+        import pandas as pd
+
+        counts = Counter(x.reason for x in self.rejected)
+        rows = [{"reason": r, "rejected": counts.get(r, 0), "share": counts.get(r, 0) / self.total if self.total else 0.0} for r in REASONS]
+        return pd.DataFrame(rows)
+
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
+    w = _words(text)
+    return {tuple(w[i : i + n]) for i in range(max(1, len(w) - n + 1))}
+
+
+
+def _fits(value: Any, type_name: str) -> bool:
+    text = str(value).strip()
+    if type_name == "int":
+        return re.fullmatch(r"[-+]?\d+", text) is not None
+    if type_name == "float":
+        return re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?", text) is not None
+    if type_name == "bool":
+        return text.lower() in {"true", "false"}
+    return True
+
+
+def _scalars(value: Any) -> Iterable[str]:
+    """Every scalar inside a result, as text (keys excluded)."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _scalars(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _scalars(v)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+
+
+def _date_in_words(value: str, words: set[str], low: str) -> bool:
+    """An ISO date (``2023-05-24 ...``) written in words: ``May 24``, ``24 May``, ``May 24th``."""
+    m = _ISO_DATE.match(value)
+    if not m or not 1 <= int(m.group(2)) <= 12:
+        return False
+    month, day = _MONTHS[int(m.group(2)) - 1], str(int(m.group(3)))
+    return month in words and re.search(rf"\b({month}\s+{day}(st|nd|rd|th)?|{day}(st|nd|rd|th)?\s+(of\s+)?{month})\b", low) is not None
+
+
+def _grounded(reply: str, outputs: list[Any]) -> bool:
+    """Whether the reply repeats a concrete value of the outputs (a number, a code, a name)."""
+    low = reply.lower()
+    low_words = set(_words(reply))
+    for out in outputs:
+        for s in _scalars(out):
+            s = s.strip()
+            if len(s) < 2 and not s.isdigit():
+                continue
+            if s.lower() in low or _date_in_words(s, low_words, low):
+                return True
+            if re.fullmatch(r"[-+]?\d+\.0+", s) and s.split(".")[0] in low_words:
+                return True  # 157.0 written as 157
+            words = [w for w in _words(s) if len(w) > 3]
+            if words and sum(w in low_words for w in words) >= max(1, len(words) // 2):
+                return True
+    return False
+
+
+# --- schema checks -----------------------------------------------------------------------------------
+
+
+def check_schema(schema: ToolSchema, evaluation_names: Iterable[str] = ()) -> str | None:
+    """Why an API definition is unusable (None when it is fine)."""
+    if not _CAMEL.match(schema.name):
+        return f"API name {schema.name!r} is not CamelCase"
+    if schema.name == SEARCHER:
+        return "ToolSearcher is the shared search API and cannot be redefined"
+    for ev in evaluation_names:
+        if schema.name.lower() == ev.lower() or SequenceMatcher(None, schema.name.lower(), ev.lower()).ratio() >= 0.9:
+            return f"API name {schema.name!r} copies the evaluation API {ev!r}"
+    if not schema.description.strip():
+        return f"{schema.name} has no description"
+    for group in (schema.input_parameters, schema.output_parameters):
+        for pname, p in group.items():
+            if p.type.split("(")[0] not in _TYPES:
+                return f"{schema.name}.{pname} has type {p.type!r}; use one of {sorted(_TYPES)}"
+    return None
+
+
+# --- dialogue checks ---------------------------------------------------------------------------------
+
+
+def _check_turns(d: CorpusDialogue) -> str | None:
+    if d.problem:
+        return d.problem
+    for i, t in enumerate(d.turns):
+        if t.problem:
+            return f"turn {i + 1}: {t.problem}"
+    if d.ability != "plan_retrieve_call":
+        if d.turns[0].role != "user":
+            return "the first turn must be the user's"
+        if d.turns[-1].role == "api":
+            return "the dialogue ends on an API call; end with the assistant's reply"
+    return None
+
+
+def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str, str] | None:
+    for i, t in enumerate(d.api_turns):
+        call = t.call
+        assert call is not None
+        if call.name == SEARCHER:
+            if set(call.args) != {"keywords"} or not str(call.args.get("keywords", "")).strip():
+                return "parameters", f"call {i + 1}: ToolSearcher takes exactly one non-empty keywords argument"
+            if t.has_output:
+                return "result", f"call {i + 1}: leave ToolSearcher's output out; it is filled in from the retrieved API"
+            for name in t.retrieves or ():
+                if name not in schemas:
+                    return "api", f"call {i + 1}: retrieves the undefined API {name}"
+            continue
+        schema = schemas.get(call.name)
+        if schema is None:
+            return "api", f"call {i + 1}: {call.name} is not defined in the corpus"
+        unknown = [k for k in call.args if k not in schema.input_parameters]
+        if unknown:
+            return "parameters", f"call {i + 1}: {call.name} has no parameter {', '.join(unknown)}"
+        missing = [k for k, p in schema.input_parameters.items() if p.required and k not in call.args]
+        if missing:
+            return "parameters", f"call {i + 1}: {call.name} misses the required {', '.join(missing)}"
+        for k, v in call.args.items():
+            if not _fits(v, schema.input_parameters[k].type):
+                return "parameters", f"call {i + 1}: {call.name}.{k}={v!r} is not a {schema.input_parameters[k].type}"
+            if "'" in str(v):
+                return "format", f"call {i + 1}: {call.name}.{k} holds a single quote, which the call format cannot carry"
+        if not t.has_output or t.output is None:
+            return "result", f"call {i + 1}: {call.name} has no output"
+        if isinstance(t.output, dict) and schema.output_parameters:
+            extra = [k for k in t.output if k not in schema.output_parameters]
+            if extra:
+                return "result", f"call {i + 1}: {call.name}'s output has undeclared fields {', '.join(map(str, extra))}"
+    return None
+
+
+def _check_grounding(d: CorpusDialogue) -> str | None:
+    if d.ability == "plan_retrieve_call":
+        outputs = [t.output for t in d.api_turns if t.call and t.call.name != SEARCHER]
+        if not _grounded(d.response or "", outputs):
+            return "the response repeats no value of the API results"
+        return None
+    # Replies in the middle may just acknowledge ("You're signed in."); the
+    # reply that closes the dialogue's last API results must use them.
+    pending: list[Any] = []
+    last: tuple[int, str, list[Any]] | None = None
+    for i, t in enumerate(d.turns):
+        if t.role == "api":
+            if t.call and t.call.name != SEARCHER:
+                pending.append(t.output)
+        elif t.role == "ai" and pending:
+            last = (i, t.text, pending)
+            pending = []
+        elif t.role == "user":
+            pending = []
+    if last is not None and not _grounded(last[1], last[2]):
+        return f"turn {last[0] + 1}: the reply after the last API results repeats none of their values"
+    return None
+
+
+def _check_shape(d: CorpusDialogue) -> str | None:
+    calls = [t for t in d.api_turns if t.call is not None]
+    names = [t.call.name for t in calls]  # type: ignore[union-attr]
+    real = [n for n in names if n != SEARCHER]
+    if not real:
+        return "no API call besides searches"
+    if d.ability == "call":
+        if SEARCHER in names:
+            return "a call dialogue describes its APIs: it must not search"
+        return None
+    seen: set[str] = set()
+    retrieved: set[str] = set()
+    for i, t in enumerate(calls):
+        assert t.call is not None
+        name = t.call.name
+        if name == SEARCHER:
+            keywords = str(t.call.args.get("keywords", ""))
+            following = next((c.call.name for c in calls[i + 1 :] if c.call and c.call.name != SEARCHER), None)
+            if following is None:
+                return f"search {keywords!r} is not followed by a call"
+            found = t.retrieves or [following]
+            if following not in found:
+                return f"search {keywords!r} retrieves {found} but {following} is called next"
+            for n in found:
+                if n in keywords:
+                    return f"search keywords {keywords!r} contain the API's name; describe the need instead"
+            retrieved.update(found)
+        else:
+            if name not in seen and name not in retrieved:
+                return f"{name} is called before any search retrieves it"
+            seen.add(name)
+    if d.ability == "plan_retrieve_call" and len(real) < 2:
+        return "a plan needs at least two retrieved calls"
+    return None
+
+
+def check_dialogue(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str, str] | None:
+    """Judge one dialogue against the format, API, parameter, result, grounding and shape rules.
+
+    Returns ``(reason, message)`` for the first rule broken, or None when accepted.
+    Duplicates are judged across dialogues by :func:`check_corpus`.
+    """
+    problem = _check_turns(d)
+    if problem:
+        return "format", problem
+    bad = _check_calls(d, schemas)
+    if bad:
+        return bad
+    problem = _check_grounding(d)
+    if problem:
+        return "grounding", problem
+    problem = _check_shape(d)
+    if problem:
+        return "shape", problem
+    return None
+
+
+def _opening(d: CorpusDialogue) -> str:
+    if d.ability == "plan_retrieve_call":
+        return d.requirement or ""
+    return next((t.text for t in d.turns if t.role == "user"), "")
+
+
+def evaluation_texts() -> tuple[list[str], list[str]]:
+    """The bundled evaluation benchmark's API names and its requests (first user turns, level-3 requirements)."""
+    from apibank_lib.datasets import load_benchmark
+    from apibank_lib.tools.registry import toolset_for_level
+    from apibank_lib.types import Utterance
+
+    names = sorted(set(toolset_for_level(1)) | set(toolset_for_level(3)))
+    bench = load_benchmark()
+    texts = [next((t.text for t in d.turns if isinstance(t, Utterance) and t.role == "User"), "") for d in bench.level1 + bench.level2]
+    texts += [item.requirement for item in bench.level3]
+    return names, [t for t in texts if t]
+
+
+def check_corpus(
+    paths: str | Path | Iterable[str | Path],
+    *,
+    evaluation_names: Iterable[str] | None = None,
+    evaluation_requests: Iterable[str] | None = None,
+    near_duplicate: float = 0.6,
+) -> CheckReport:
+    """Judge every dialogue of the corpus files at ``paths`` (files or folders).
+
+    Args:
+        paths: corpus files or folders of them.
+        evaluation_names / evaluation_requests: what the corpus must stay apart
+            from; default: the bundled evaluation benchmark's API names and requests.
+        near_duplicate: word-trigram Jaccard similarity from which two requests
+            count as the same.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files = [read_corpus_file(p) for root in paths for p in corpus_files(root)]
+    if evaluation_names is None or evaluation_requests is None:
+        names, requests = evaluation_texts()
+        evaluation_names = names if evaluation_names is None else evaluation_names
+        evaluation_requests = requests if evaluation_requests is None else evaluation_requests
+    eval_names = list(evaluation_names)
+    eval_shingles = [_shingles(t) for t in evaluation_requests]
+    report = CheckReport(files=files)
+    defined: dict[str, str] = {}
+    for f in files:
+        for name, why in f.api_problems.items():
+            report.api_rejections.append(Rejection(f.path, name, "api", why))
+        for name in list(f.schemas):
+            why = check_schema(f.schemas[name], eval_names)
+            if why is None and name in defined:
+                why = f"{name} is also defined in {defined[name]}"
+            if why:
+                report.api_rejections.append(Rejection(f.path, name, "api", why))
+                del f.schemas[name]
+            else:
+                defined[name] = f.path
+    all_schemas = report.schemas
+    ids: set[str] = set()
+    openings: list[tuple[set[tuple[str, ...]], str]] = []
+    for f in files:
+        for d in f.dialogues:
+            verdict = check_dialogue(d, all_schemas)
+            if verdict is None:
+                verdict = _duplicate(d, ids, openings, eval_shingles, near_duplicate)
+            if verdict is not None:
+                report.rejected.append(Rejection(d.where, d.id, *verdict))
+                continue
+            ids.add(d.id)
+            openings.append((_shingles(_opening(d)), d.id))
+            report.accepted.append(d)
+    return report
+
+
+def _jaccard(a: set[Any], b: set[Any]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _duplicate(
+    d: CorpusDialogue,
+    ids: set[str],
+    openings: list[tuple[set[tuple[str, ...]], str]],
+    eval_shingles: list[set[tuple[str, ...]]],
+    threshold: float,
+) -> tuple[str, str] | None:
+    if d.id in ids:
+        return "duplicate", f"the id {d.id} is used twice"
+    sh = _shingles(_opening(d))
+    for other, oid in openings:
+        if _jaccard(sh, other) >= threshold:
+            return "duplicate", f"its request nearly repeats {oid}'s"
+    for ev in eval_shingles:
+        if _jaccard(sh, ev) >= threshold:
+            return "duplicate", "its request nearly repeats one of the evaluation benchmark"
+    return None

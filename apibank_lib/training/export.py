@@ -1,0 +1,207 @@
+"""Training examples: (prompt, target) pairs cut and rendered exactly as evaluation samples are.
+
+A corpus dialogue becomes a level-1/2 :class:`~apibank_lib.types.Dialogue` or a
+level-3 :class:`~apibank_lib.types.Level3Item`; the evaluation's own sample
+cutting (:func:`~apibank_lib.datasets.cut_samples`), prompt builder
+(:func:`~apibank_lib.prompts.build_prompt`) and target renderer
+(:func:`~apibank_lib.prompts.target_text`) then make the pairs, so a model is
+trained on the very text it is later evaluated with. The flattened completion
+prompt ends with its lead (``API-Request:`` or ``AI:``); the target is what
+follows the lead, ended by a newline (the runner's stop sequence).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from apibank_lib.datasets import cut_level3_samples, cut_samples
+from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDialogue, to_dialogue, to_level3_item
+from apibank_lib.prompts import LEADS, build_prompt, target_text
+from apibank_lib.types import ApiCallSample, Sample, ToolSchema
+
+__all__ = ["SchemaCatalog", "TrainingExample", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares"]
+
+
+class SchemaCatalog:
+    """The API descriptions a prompt may show: corpus APIs plus the shared ToolSearcher.
+
+    Stands in for a :class:`~apibank_lib.tools.toolset.ToolSet` where the APIs
+    have metadata but no implementation (training dialogues are not executed).
+    """
+
+    def __init__(self, schemas: dict[str, ToolSchema]) -> None:
+        from apibank_lib.tools.registry import toolset_for_level
+
+        self._schemas = dict(schemas)
+        self._schemas.setdefault(SEARCHER, toolset_for_level(1).schema(SEARCHER))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._schemas
+
+    def schema(self, name: str) -> ToolSchema:
+        """The description of ``name``."""
+        return self._schemas[name]
+
+
+@dataclass(frozen=True)
+class TrainingExample:
+    """One supervised example.
+
+    Attributes:
+        key: the sample key (``L1/api/<dialogue id>/<index>``), unique within a corpus.
+        level: the evaluation level whose prompt layout it uses.
+        task: ``api`` or ``response``.
+        prompt: the flattened completion prompt (ends with the lead).
+        target: what the model should write after the prompt.
+    """
+
+    key: str
+    level: int
+    task: str
+    prompt: str
+    target: str
+
+
+def samples_of(dialogues: Iterable[CorpusDialogue], schemas: dict[str, ToolSchema]) -> list[Sample]:
+    """Evaluation-style samples of accepted corpus dialogues (duplicate API-call samples left out)."""
+    out: list[Sample] = []
+    for n, d in enumerate(dialogues):
+        if ABILITY_LEVEL[d.ability] == 3:
+            item = to_level3_item(d, schemas, n)
+            cut = cut_level3_samples(item)
+            out.extend(_renamed(s, d.id) for s in cut)
+        else:
+            out.extend(s for s in cut_samples(to_dialogue(d, schemas)) if not s.duplicate)
+    return out
+
+
+def _renamed(sample: Sample, dialogue_id: str) -> Sample:
+    """Level-3 samples carry the item index as their id; give them the corpus dialogue's id instead."""
+    from dataclasses import replace
+
+    return replace(sample, dialogue_id=dialogue_id)
+
+
+def examples_from_samples(samples: Iterable[Sample], catalog: Any, *, shots: int = 0) -> list[TrainingExample]:
+    """Render samples as (prompt, target) pairs with the evaluation's prompt builder."""
+    out: list[TrainingExample] = []
+    for s in samples:
+        prompt = build_prompt(s.context(), catalog, shots=shots)
+        target = target_text(s)
+        lead = LEADS[s.kind]
+        if s.kind == "api" and target.startswith(lead):
+            target = target[len(lead) :]
+        out.append(TrainingExample(s.key, s.level, s.kind, prompt.text, " " + target.strip() + "\n"))
+    return out
+
+
+def examples_from_corpus(
+    report: Any,
+    *,
+    tasks: Sequence[str] = ("api", "response"),
+    levels: Sequence[int] = (1, 2, 3),
+    shots: int = 0,
+) -> list[TrainingExample]:
+    """Every training example of a tester report's accepted dialogues, in corpus order.
+
+    Args:
+        report: a :class:`~apibank_lib.synthesis.tester.CheckReport`.
+        tasks: which sample kinds to keep.
+        levels: which evaluation layouts to keep.
+        shots: worked examples in the prompt (0, as evaluated by default).
+    """
+    schemas = report.schemas
+    samples = [s for s in samples_of(report.accepted, schemas) if s.kind in tasks and s.level in levels]
+    return examples_from_samples(samples, SchemaCatalog(schemas), shots=shots)
+
+
+def write_examples(examples: Iterable[TrainingExample], path: str | Path) -> Path:
+    """Write examples as JSON lines (sorted keys, so the same examples give the same bytes)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for ex in examples:
+            f.write(json.dumps(asdict(ex), sort_keys=True, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_examples(path: str | Path) -> Iterator[TrainingExample]:
+    """Read examples written by :func:`write_examples`; a broken line raises naming the file and line."""
+    from apibank_lib.errors import DataError
+
+    with Path(path).open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield TrainingExample(**json.loads(line))
+            except (json.JSONDecodeError, TypeError) as exc:
+                raise DataError(f"not a training example: {exc}", path, n) from exc
+
+
+def fingerprint(examples: Sequence[TrainingExample]) -> str:
+    """A short hash of the examples' text, recorded with a trained model."""
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(json.dumps(asdict(ex), sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def select(examples: Sequence[TrainingExample], n: int | None, seed: int = 0) -> list[TrainingExample]:
+    """A seeded random subset of ``n`` examples (all when ``n`` is None), in a seeded shuffled order."""
+    rng = random.Random(seed)
+    out = list(examples)
+    rng.shuffle(out)
+    return out if n is None else out[:n]
+
+
+def group_of(ex: TrainingExample) -> str:
+    """An example's group for mixing: ``L<level>/<task>``."""
+    return f"L{ex.level}/{ex.task}"
+
+
+def mix(examples: Sequence[TrainingExample], n: int, shares: dict[str, float], seed: int = 0) -> list[TrainingExample]:
+    """A seeded training mix of ``n`` examples drawn by group shares, in a seeded shuffled order.
+
+    Each group (``L1/api``, ``L2/response``, ...) gets ``round(n * share)``
+    examples, or all it has; budget left over goes to the API-call examples not
+    yet drawn (a shortage of one group is filled with calls, which the paper's
+    Call accuracy measures). Groups without a share are not drawn from first.
+    """
+    rng = random.Random(seed)
+    by_group: dict[str, list[TrainingExample]] = {}
+    for ex in examples:
+        by_group.setdefault(group_of(ex), []).append(ex)
+    chosen: list[TrainingExample] = []
+    rest: list[TrainingExample] = []
+    for group in sorted(by_group):
+        pool = list(by_group[group])
+        rng.shuffle(pool)
+        quota = min(len(pool), round(n * shares.get(group, 0.0)))
+        chosen += pool[:quota]
+        rest += [ex for ex in pool[quota:] if ex.task == "api"]
+    rng.shuffle(rest)
+    chosen += rest[: max(0, n - len(chosen))]
+    rng.shuffle(chosen)
+    return chosen[:n]
+
+
+def parse_shares(text: str) -> dict[str, float]:
+    """``"L1/api=0.5,L2/api=0.3"`` -> ``{"L1/api": 0.5, "L2/api": 0.3}`` (a clear error otherwise)."""
+    from apibank_lib.errors import ConfigError
+
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--mix: {part!r} is not GROUP=SHARE (e.g. L1/api=0.5)") from None
+        if not key.strip().startswith(("L1/", "L2/", "L3/")):
+            raise ConfigError(f"--mix: unknown group {key.strip()!r}; groups are L1/api, L2/response, ...")
+    return out

@@ -1,0 +1,320 @@
+"""The fine-tuning recipe: LoRA (or full) supervised fine-tuning on (prompt, target) pairs, loss on the target only.
+
+Defaults are sized for the embedded Gemma 3 270M on a 2-core CPU, and the same
+code runs unchanged on a GPU at larger scale (it uses CUDA when present; see
+the README for an ``accelerate launch`` line):
+
+* the model is the packaged Gemma GGUF, dequantised once by
+  :func:`~apibank_lib.backends.transformers_backend.load_causal_lm`;
+* one example per forward pass (no padding), gradients accumulated over
+  ``accumulate`` examples; AdamW, linear warm-up then linear decay;
+* logits are computed for the target positions only (``logits_to_keep``):
+  the 262k-word output layer would otherwise dominate the cost on a CPU;
+* a checkpoint (adapter, optimiser, scheduler, position in the data) is written
+  every ``save_every`` optimiser steps; :func:`train` resumes from it after a kill;
+* everything is seeded; the data order is a seeded shuffle.
+
+The output folder holds the adapter (``adapter/adapter_model.safetensors`` in
+float16, ``adapter/adapter_config.json``), ``training.json`` (the configuration, data
+fingerprint, sizes, timings, the command) and ``loss.csv`` (the loss curve).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from apibank_lib.errors import ConfigError
+from apibank_lib.training.export import TrainingExample, fingerprint
+
+__all__ = ["TrainConfig", "TrainResult", "train", "tokenize_example"]
+
+
+@dataclass
+class TrainConfig:
+    """How to fine-tune.
+
+    Attributes:
+        out: the output folder (adapter, checkpoint, loss curve, training.json).
+        model: ``gemma-3-270m`` (the packaged GGUF), another GGUF or a model directory.
+        method: ``lora`` or ``full``.
+        rank / alpha / dropout / target_modules: the LoRA adapter.
+        lr: peak learning rate; warmup: warm-up steps (optimiser steps).
+        epochs: passes over the examples (fractions allowed: 0.5 = half of them).
+        accumulate: examples per optimiser step.
+        max_len: examples with more tokens (prompt + target) are skipped, and counted.
+        seed: everything random (data order, initialisation, dropout).
+        save_every: optimiser steps between checkpoints.
+        threads: torch CPU threads (None: leave torch's setting).
+        max_steps: stop after this many optimiser steps (None: the whole schedule).
+    """
+
+    out: str
+    model: str = "gemma-3-270m"
+    method: str = "lora"
+    rank: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    lr: float = 2e-4
+    warmup: int = 10
+    epochs: float = 1.0
+    accumulate: int = 8
+    max_len: int = 1024
+    seed: int = 0
+    save_every: int = 20
+    threads: int | None = None
+    max_steps: int | None = None
+    command: str = field(default_factory=lambda: " ".join(sys.argv))
+
+
+@dataclass
+class TrainResult:
+    """What a training run did."""
+
+    out: Path
+    steps: int
+    examples_seen: int
+    skipped_long: int
+    final_loss: float | None
+    seconds: float
+    tokens: int
+    target_tokens: int
+    peak_rss_mb: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        d = asdict(self)
+        d["out"] = str(self.out)
+        return d
+
+
+def tokenize_example(tokenizer: Any, ex: TrainingExample) -> tuple[list[int], int]:
+    """Token ids of prompt + target, and where the target starts.
+
+    The prompt is tokenised alone (with the tokenizer's BOS), as at inference, and
+    the target's tokens (without BOS) follow, ended by the end-of-sequence token.
+    """
+    prompt_ids = tokenizer(ex.prompt, add_special_tokens=True)["input_ids"]
+    target_ids = tokenizer(ex.target, add_special_tokens=False)["input_ids"]
+    eos = tokenizer.eos_token_id
+    if eos is not None:
+        target_ids = target_ids + [eos]
+    return prompt_ids + target_ids, len(prompt_ids)
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _prepare(config: TrainConfig) -> tuple[Any, Any]:
+    import torch
+
+    from apibank_lib.backends.transformers_backend import load_causal_lm
+
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    lm, tok, _ = load_causal_lm(config.model)
+    if config.method == "lora":
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as exc:  # pragma: no cover
+            raise ConfigError("LoRA needs peft: pip install 'apibank_lib[hf]'") from exc
+        lora = LoraConfig(
+            r=config.rank,
+            lora_alpha=config.alpha,
+            lora_dropout=config.dropout,
+            target_modules=list(config.target_modules),
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+        lm = get_peft_model(lm, lora)
+    elif config.method != "full":
+        raise ConfigError(f"method must be 'lora' or 'full', not {config.method!r}")
+    return lm, tok
+
+
+def _schedule(total_steps: int, warmup: int):  # noqa: ANN202 - a LambdaLR factor
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    return factor
+
+
+def _save(lm: Any, tok: Any, folder: Path, method: str) -> None:
+    tmp = folder.with_name(folder.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    lm.save_pretrained(tmp)
+    if method == "full":
+        tok.save_pretrained(tmp)
+    else:
+        # Ship the adapter in float16: half the bytes, and loaders cast it back to the model's dtype.
+        from safetensors.torch import load_file, save_file
+
+        weights = tmp / "adapter_model.safetensors"
+        save_file({k: v.half().contiguous() for k, v in load_file(str(weights)).items()}, str(weights), metadata={"format": "pt"})
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+
+
+def train(config: TrainConfig, examples: Sequence[TrainingExample], *, progress: bool = True) -> TrainResult:
+    """Fine-tune on ``examples`` into ``config.out``; resumes from a checkpoint there.
+
+    Raises:
+        ConfigError: a bad method, or an output folder trained on other data.
+    """
+    import torch
+
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data_fp = fingerprint(examples)
+    ckpt = out / "checkpoint"
+    state_path = ckpt / "state.json"
+    start = time.perf_counter()
+    lm, tok = _prepare(config)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    lm.to(device)
+
+    order = list(range(len(examples)))
+    random.Random(config.seed).shuffle(order)
+    n_examples = max(1, int(round(len(order) * config.epochs)))
+    order = (order * math.ceil(config.epochs))[:n_examples] if config.epochs > 1 else order[:n_examples]
+    total_steps = math.ceil(n_examples / config.accumulate)
+    # max_steps stops early without changing the schedule, so a stopped run resumes onto the same curve.
+    stop_at = total_steps if config.max_steps is None else min(total_steps, config.max_steps)
+
+    params = [p for p in lm.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(total_steps, config.warmup))
+    step, position, skipped, tokens, target_tokens, elapsed = 0, 0, 0, 0, 0, 0.0
+    losses: list[tuple[int, float]] = []
+    if state_path.is_file():
+        state = json.loads(state_path.read_text())
+        if state.get("data") != data_fp:
+            raise ConfigError(f"{out} holds a checkpoint trained on other data; choose another folder")
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        if config.method == "lora":
+            set_peft_model_state_dict(lm, load_file(str(ckpt / "adapter" / "adapter_model.safetensors")))
+        else:
+            lm.load_state_dict(torch.load(ckpt / "model.pt", weights_only=True))
+        opt.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+        sched.load_state_dict(torch.load(ckpt / "scheduler.pt", weights_only=True))
+        step, position, skipped = state["step"], state["position"], state["skipped"]
+        tokens, target_tokens, elapsed = state["tokens"], state["target_tokens"], state["seconds"]
+        losses = [tuple(x) for x in state["losses"]]  # type: ignore[misc]
+        torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
+    lm.train()
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=stop_at, initial=step, desc="fine-tuning", unit="step", disable=not progress)
+    run_start = time.perf_counter()
+    window: list[float] = []
+    while step < stop_at and position < len(order):
+        opt.zero_grad(set_to_none=True)
+        acc_loss, acc_n = 0.0, 0
+        while acc_n < config.accumulate and position < len(order):
+            ex = examples[order[position]]
+            position += 1
+            ids, cut = tokenize_example(tok, ex)
+            if len(ids) > config.max_len:
+                skipped += 1
+                continue
+            input_ids = torch.tensor([ids], device=device)
+            # Logits only where a target token is predicted: positions cut-1 .. len-2.
+            keep = torch.arange(cut - 1, len(ids) - 1, device=device)
+            logits = lm(input_ids=input_ids, logits_to_keep=keep).logits[0].float()
+            labels = input_ids[0, cut:]
+            loss = torch.nn.functional.cross_entropy(logits, labels)
+            (loss / config.accumulate).backward()
+            acc_loss += float(loss.detach())
+            acc_n += 1
+            tokens += len(ids)
+            target_tokens += len(ids) - cut
+        if acc_n == 0:
+            break
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        step += 1
+        mean = acc_loss / acc_n
+        losses.append((step, round(mean, 5)))
+        window = (window + [mean])[-10:]
+        bar.update(1)
+        bar.set_postfix(loss=f"{sum(window) / len(window):.3f}", lr=f"{sched.get_last_lr()[0]:.1e}")
+        if step % config.save_every == 0 or step == stop_at:
+            seconds = elapsed + time.perf_counter() - run_start
+            _checkpoint(lm, opt, sched, ckpt, config, data_fp, step, position, skipped, tokens, target_tokens, seconds, losses)
+    bar.close()
+    seconds = elapsed + time.perf_counter() - run_start
+    _save(lm, tok, out / "adapter" if config.method == "lora" else out / "model", config.method)
+    with (out / "loss.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "loss"])
+        w.writerows(losses)
+    result = TrainResult(
+        out, step, position - skipped, skipped, losses[-1][1] if losses else None, round(seconds, 1), tokens, target_tokens,
+        round(_peak_rss_mb(), 1),
+    )
+    info = {
+        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()},
+        "data_fingerprint": data_fp,
+        "examples": len(examples),
+        "result": result.to_dict(),
+        "load_s": round(run_start - start, 1),
+        "device": device,
+        "torch": torch.__version__,
+    }
+    info["result"]["out"] = str(out)
+    (out / "training.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    return result
+
+
+def _checkpoint(lm: Any, opt: Any, sched: Any, ckpt: Path, config: TrainConfig, data_fp: str, step: int, position: int,
+                skipped: int, tokens: int, target_tokens: int, seconds: float, losses: list[tuple[int, float]]) -> None:
+    import torch
+
+    tmp = ckpt.with_name("checkpoint.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    if config.method == "lora":
+        lm.save_pretrained(tmp / "adapter")
+    else:
+        torch.save(lm.state_dict(), tmp / "model.pt")
+    torch.save(opt.state_dict(), tmp / "optimizer.pt")
+    torch.save(sched.state_dict(), tmp / "scheduler.pt")
+    state = {
+        "data": data_fp, "step": step, "position": position, "skipped": skipped, "tokens": tokens,
+        "target_tokens": target_tokens, "seconds": seconds, "losses": losses,
+        "torch_rng": torch.get_rng_state().tolist(),
+    }
+    (tmp / "state.json").write_text(json.dumps(state))
+    # Replace the old checkpoint only once the new one is complete: a kill mid-write keeps the old one.
+    old = ckpt.with_name("checkpoint.old")
+    if ckpt.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        ckpt.rename(old)
+    tmp.rename(ckpt)
+    if old.exists():
+        shutil.rmtree(old)
+    os.sync() if hasattr(os, "sync") else None

@@ -1,0 +1,39 @@
+"""Fine-tuned models shipped with the project, and model targets with an adapter (``base+adapter``).
+
+A model spec's target may name an adapter after a ``+``:
+``llamacpp:gemma-3-270m+models/lynx-270m/adapter``. A shipped model has a short
+name: ``llamacpp:lynx-270m`` is the same as the embedded Gemma 3 270M with the
+adapter in ``models/lynx-270m/adapter``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder"]
+
+
+def models_dir() -> Path:
+    """``models/`` beside the package (the repository's shipped adapters)."""
+    return Path(__file__).resolve().parent.parent.parent / "models"
+
+
+SHIPPED: dict[str, tuple[str, str]] = {"lynx-270m": ("gemma-3-270m", "lynx-270m/adapter")}
+"""Short name -> (base model, adapter folder relative to :func:`models_dir`)."""
+
+
+def resolve_model(target: str) -> dict[str, Any]:
+    """Backend options (``model``, and ``adapter`` where one is named) for a model target."""
+    if target in SHIPPED:
+        # The adapter stays a name here, so a run's identity does not depend on where the project lies.
+        return {"model": SHIPPED[target][0], "adapter": target}
+    model, plus, adapter = target.partition("+")
+    return {"model": model, "adapter": adapter} if plus and adapter else {"model": target}
+
+
+def adapter_folder(adapter: str) -> Path:
+    """The folder of an adapter given as a shipped model's name or as a path."""
+    if adapter in SHIPPED:
+        return models_dir() / SHIPPED[adapter][1]
+    return Path(adapter)

@@ -1,0 +1,227 @@
+"""Training examples, mixes, shipped-model targets, the GGUF adapter writer, the check-train command and the recipe."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apibank_lib.cli import main
+from apibank_lib.errors import ConfigError, DataError
+from apibank_lib.synthesis.tester import check_corpus
+from apibank_lib.training.export import (
+    TrainingExample,
+    examples_from_corpus,
+    fingerprint,
+    mix,
+    parse_shares,
+    read_examples,
+    write_examples,
+)
+from apibank_lib.training.shipped import adapter_folder, models_dir, resolve_model
+
+CORPUS = """
+domain: Kite repair
+apis:
+  - name: KiteShopLogin
+    description: "Sign in to the kite repair shop and get a session key."
+    input_parameters:
+      member_code: {type: str, description: "The member code on the shop card."}
+      pin: {type: str, description: "Four-digit PIN."}
+    output_parameters:
+      session_key: {type: str, description: "Key for the other shop calls."}
+  - name: BookKiteRepair
+    description: "Book a repair slot for a damaged kite."
+    input_parameters:
+      session_key: {type: str, description: "Key from the shop sign-in."}
+      damage: {type: str, description: "What is broken."}
+      drop_off_day: {type: str, description: "Day the kite is brought in, %Y-%m-%d."}
+      express: {type: bool, description: "Optional. Faster repair for a fee.", required: false}
+    output_parameters:
+      ticket: {type: str, description: "Repair ticket number."}
+      ready_on: {type: str, description: "Day the kite is ready, %Y-%m-%d."}
+dialogues:
+  - id: kite-call-1
+    ability: call
+    turns:
+      - user: "My kite's spar snapped. Can I bring it in on May 4? Member KR-118, PIN 4410."
+      - api: KiteShopLogin(member_code='KR-118', pin='4410')
+        output: {session_key: "zq81kd02mx"}
+      - ai: "Signed in."
+      - api: BookKiteRepair(session_key='zq81kd02mx', damage='snapped spar', drop_off_day='2023-05-04')
+        output: {ticket: "RT-5521", ready_on: "2023-05-09"}
+      - ai: "Booked: ticket RT-5521, your kite is ready on May 9."
+  - id: kite-retrieve-1
+    ability: retrieve_call
+    turns:
+      - user: "Can you book a repair for my torn kite sail, dropping it off June 2? I am member KR-204 with PIN 9902."
+      - api: ToolSearcher(keywords='kite shop sign in')
+      - api: KiteShopLogin(member_code='KR-204', pin='9902')
+        output: {session_key: "p0c7vn3sle"}
+      - api: ToolSearcher(keywords='book a kite repair')
+      - api: BookKiteRepair(session_key='p0c7vn3sle', damage='torn sail', drop_off_day='2023-06-02', express='true')
+        output: {ticket: "RT-6013", ready_on: "2023-06-03"}
+      - ai: "Done: express repair RT-6013, ready on June 3."
+  - id: kite-plan-1
+    ability: plan_retrieve_call
+    requirement: "Sign member KR-330 (PIN 1234) in and book a repair of a bent frame for July 1."
+    steps:
+      - api: ToolSearcher(keywords='kite shop sign in')
+      - api: KiteShopLogin(member_code='KR-330', pin='1234')
+        output: {session_key: "m2b8xw4tqa"}
+      - api: ToolSearcher(keywords='book a kite repair')
+      - api: BookKiteRepair(session_key='m2b8xw4tqa', damage='bent frame', drop_off_day='2023-07-01')
+        output: {ticket: "RT-7001", ready_on: "2023-07-06"}
+    response: "The repair of the bent frame is booked as RT-7001; it will be ready on July 6."
+"""
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "kite_repair.yaml"
+    path.write_text(CORPUS)
+    return path
+
+
+def _report(path: Path):  # noqa: ANN202
+    return check_corpus(path, evaluation_names=["GetUserToken"], evaluation_requests=["Set an alarm for tomorrow"])
+
+
+def test_every_dialogue_of_a_good_corpus_is_accepted(corpus: Path) -> None:
+    report = _report(corpus)
+    assert [d.id for d in report.accepted] == ["kite-call-1", "kite-retrieve-1", "kite-plan-1"]
+    assert report.counts()["accepted_by_ability"] == {"call": 1, "retrieve_call": 1, "plan_retrieve_call": 1}
+
+
+def test_examples_are_rendered_like_evaluation_samples(corpus: Path) -> None:
+    examples = examples_from_corpus(_report(corpus))
+    by_key = {e.key: e for e in examples}
+    first = by_key["L1/api/kite-call-1/0"]
+    assert first.prompt.endswith("API-Request:")
+    assert first.target == " [KiteShopLogin(member_code='KR-118', pin='4410')]\n"
+    assert '"name": "BookKiteRepair"' in first.prompt  # level 1 describes the dialogue's APIs
+    second = by_key["L1/api/kite-call-1/2"]
+    assert "->{'session_key': 'zq81kd02mx'}" in second.prompt  # the earlier result is in the history
+    reply = by_key["L1/response/kite-call-1/3"]
+    assert reply.prompt.endswith("AI:") and reply.target == " Booked: ticket RT-5521, your kite is ready on May 9.\n"
+    search = by_key["L2/api/kite-retrieve-1/0"]
+    assert search.target == " [ToolSearcher(keywords='kite shop sign in')]\n"
+    assert '"name": "BookKiteRepair"' not in search.prompt  # level 2 describes ToolSearcher only
+    after = by_key["L2/api/kite-retrieve-1/2"]
+    assert "'name': 'KiteShopLogin'" in after.prompt  # the search's output is the retrieved description
+    plan = [e for e in examples if e.level == 3]
+    assert [e.task for e in plan] == ["api"] * 4 + ["response"]
+    assert plan[1].target == " [KiteShopLogin(member_code='KR-330', pin='1234')]\n"
+
+
+def test_examples_round_trip_byte_identically(corpus: Path, tmp_path: Path) -> None:
+    examples = examples_from_corpus(_report(corpus))
+    a = write_examples(examples, tmp_path / "a.jsonl")
+    b = write_examples(list(read_examples(a)), tmp_path / "b.jsonl")
+    assert a.read_bytes() == b.read_bytes()
+    assert fingerprint(examples) == fingerprint(list(read_examples(a)))
+
+
+def test_a_broken_example_line_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"key": "k", "level": 1, "task": "api", "prompt": "p", "target": "t"}) + "\n{oops\n")
+    with pytest.raises(DataError, match=r"x\.jsonl, line 2"):
+        list(read_examples(path))
+
+
+def _ex(i: int, level: int, task: str) -> TrainingExample:
+    return TrainingExample(f"L{level}/{task}/{i}", level, task, f"p{i}", f"t{i}")
+
+
+def test_a_mix_follows_its_shares_and_fills_up_with_calls() -> None:
+    pool = [_ex(i, 1, "api") for i in range(10)] + [_ex(100 + i, 1, "response") for i in range(10)] + [_ex(200 + i, 2, "api") for i in range(10)]
+    chosen = mix(pool, 10, {"L1/api": 0.5, "L1/response": 0.3})
+    groups = [f"L{e.level}/{e.task}" for e in chosen]
+    assert groups.count("L1/api") + groups.count("L2/api") == 7 and groups.count("L1/response") == 3
+    assert mix(pool, 10, {"L1/api": 0.5, "L1/response": 0.3}) == chosen  # seeded
+    assert mix(pool, 10, {"L1/api": 0.5, "L1/response": 0.3}, seed=1) != chosen
+
+
+def test_mix_shares_are_parsed_strictly() -> None:
+    assert parse_shares("L1/api=0.5, L2/response=0.25") == {"L1/api": 0.5, "L2/response": 0.25}
+    with pytest.raises(ConfigError, match="GROUP=SHARE"):
+        parse_shares("L1/api=lots")
+    with pytest.raises(ConfigError, match="unknown group"):
+        parse_shares("api=0.5")
+
+
+def test_model_targets_name_their_adapter() -> None:
+    assert resolve_model("gemma-3-270m") == {"model": "gemma-3-270m"}
+    assert resolve_model("gemma-3-270m+out/adapter") == {"model": "gemma-3-270m", "adapter": "out/adapter"}
+    assert resolve_model("lynx-270m") == {"model": "gemma-3-270m", "adapter": "lynx-270m"}
+    assert adapter_folder("lynx-270m") == models_dir() / "lynx-270m" / "adapter"
+    assert adapter_folder("some/dir") == Path("some/dir")
+
+
+def test_check_train_exit_codes_and_counts(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-train", str(corpus), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["accepted"] == 3 and out["rejected"] == 0 and out["apis"] == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CORPUS.replace("pin='4410'", "pin='4410', colour='red'"))
+    assert main(["check-train", str(bad)]) == 1
+    text = capsys.readouterr().out
+    assert "kite-call-1" in text and "parameters" in text and "no parameter colour" in text
+    assert main(["check-train", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such corpus file or folder" in capsys.readouterr().err
+
+
+def test_gguf_adapter_has_llama_cpp_names_shapes_and_alpha(tmp_path: Path) -> None:
+    import gguf
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from apibank_lib.training.gguf_lora import adapter_to_gguf
+
+    rng = np.random.default_rng(0)
+    tensors = {}
+    for layer in range(2):
+        for module, (n_in, n_out) in {"self_attn.q_proj": (8, 12), "mlp.down_proj": (16, 8)}.items():
+            base = f"base_model.model.model.layers.{layer}.{module}"
+            tensors[f"{base}.lora_A.weight"] = rng.standard_normal((4, n_in)).astype(np.float32)
+            tensors[f"{base}.lora_B.weight"] = rng.standard_normal((n_out, 4)).astype(np.float32)
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    save_file(tensors, str(adapter / "adapter_model.safetensors"))
+    (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "lora_alpha": 8, "r": 4}))
+    path = adapter_to_gguf(adapter, tmp_path / "a.gguf")
+    reader = gguf.GGUFReader(str(path))
+    shapes = {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
+    # GGUF lists dimensions fastest-first: PEFT's (rank, in) is (in, rank) here.
+    assert shapes["blk.0.attn_q.weight.lora_a"] == (8, 4)
+    assert shapes["blk.0.attn_q.weight.lora_b"] == (4, 12)
+    assert shapes["blk.1.ffn_down.weight.lora_a"] == (16, 4)
+    assert len(shapes) == 8
+    alpha = reader.fields["adapter.lora.alpha"]
+    assert float(alpha.parts[alpha.data[0]][0]) == 8.0
+    kind = reader.fields["adapter.type"]
+    assert bytes(kind.parts[kind.data[0]]).decode() == "lora"
+    a = next(t for t in reader.tensors if t.name == "blk.0.attn_q.weight.lora_a")
+    assert np.allclose(np.asarray(a.data).reshape(4, 8), tensors["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"])
+
+
+@pytest.mark.slow
+def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path) -> None:
+    from apibank_lib.training.recipe import TrainConfig, train
+
+    examples = [e for e in examples_from_corpus(_report(corpus)) if e.task == "api"][:4]
+    config = dict(accumulate=2, threads=2, save_every=1, rank=4, alpha=8, lr=1e-3, warmup=1)
+    whole = train(TrainConfig(out=str(tmp_path / "whole"), **config), examples, progress=False)
+    assert whole.steps == 2 and whole.examples_seen == 4
+    assert (tmp_path / "whole" / "adapter" / "adapter_model.safetensors").is_file()
+    info = json.loads((tmp_path / "whole" / "training.json").read_text())
+    assert info["data_fingerprint"] == fingerprint(examples) and info["config"]["seed"] == 0
+    # Stopped after one step (as a kill after the first checkpoint would leave it), then resumed:
+    train(TrainConfig(out=str(tmp_path / "split"), max_steps=1, **config), examples, progress=False)
+    resumed = train(TrainConfig(out=str(tmp_path / "split"), **config), examples, progress=False)
+    assert resumed.steps == 2
+    curve = lambda name: (tmp_path / name / "loss.csv").read_text()  # noqa: E731
+    assert curve("split") == curve("whole")  # the resumed run continues exactly where it stopped
+    with pytest.raises(ConfigError, match="other data"):
+        train(TrainConfig(out=str(tmp_path / "whole"), **config), examples[:2], progress=False)
