@@ -20,9 +20,10 @@ Conventions:
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,8 @@ class ScoredRun:
     def model(self) -> str:
         """The model as its backend names it (``oracle``, ``llamacpp:gemma-3-270m``, ``openai:<model>``), no URL."""
         ident = self.info.identity["model"]
-        return f"{ident['backend']}:{ident['model']}" if ident.get("model") else str(ident["backend"])
+        name = f"{ident['backend']}:{ident['model']}" if ident.get("model") else str(ident["backend"])
+        return f"{name}+{ident['adapter']}" if ident.get("adapter") else name
 
     @property
     def prompt_mode(self) -> str:
@@ -766,31 +768,67 @@ def check_release(bench: Benchmark) -> Any:
     return pd.DataFrame(rows)
 
 
-def toolalpaca_table(runs: Sequence[ScoredRun] = ()) -> Any:
-    """The paper's ToolAlpaca comparison layout (Call ability only): reported rows, then any measured runs."""
+def toolalpaca_table(
+    runs: Sequence[ScoredRun] = (),
+    *,
+    names: Mapping[str, str] | None = None,
+    training_samples: Mapping[str, int | None] | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+) -> Any:
+    """The paper's ToolAlpaca comparison layout (Call ability only): reported rows, then the runs measured here.
+
+    Args:
+        runs: scored runs (their level-1 samples are used).
+        names: a display name per run model (``ScoredRun.model``), e.g. "fine-tuned on ours (300)".
+        training_samples: training examples per run model (None: not fine-tuned).
+    Columns: model, training samples, Call acc with its 95% interval (dialogue
+    bootstrap), Call ROUGE-L (%), API-call samples, source.
+    """
     pd = _pandas()
     rows = [
         {
             "model": m,
             "training samples": v["training_samples"],
             "Call acc": v["accuracy"],
+            "Call acc low": None,
+            "Call acc high": None,
             "Call ROUGE-L (%)": v["rouge_l"],
+            "API-call samples": None,
             "source": "reported",
         }
         for m, v in PAPER_TOOLALPACA.items()
     ]
     for r in runs:
-        level1 = r.metrics["levels"].get("1", {})
+        api = [j for j in r.judgments if j.level == 1 and j.kind == "api"]
+        acc, low, high = _accuracy(api, n_boot, seed)
+        rouge = _rouge([j for j in r.judgments if j.level == 1 and j.kind == "response"], n_boot, seed)[0]
         rows.append(
             {
-                "model": r.model,
-                "training samples": None,
-                "Call acc": _pct(level1.get("api_accuracy")),
-                "Call ROUGE-L (%)": _pct(level1.get("rouge_l")),
-                "source": f"measured here ({r.protocol}, {r.data})",
+                "model": (names or {}).get(r.model, r.model),
+                "training samples": (training_samples or {}).get(r.model),
+                "Call acc": acc,
+                "Call acc low": low,
+                "Call acc high": high,
+                "Call ROUGE-L (%)": None if rouge is None else round(100 * rouge, 2),
+                "API-call samples": len(api),
+                "source": f"measured here ({r.model}, {r.protocol}, {r.data})",
             }
         )
     return pd.DataFrame(rows)
+
+
+def adapter_training_samples(model: str) -> int | None:
+    """Training examples behind a ``...+<adapter>`` run model (from the adapter folder's ``training.json``), else None."""
+    from apibank_lib.training.shipped import adapter_folder
+
+    _, plus, adapter = model.partition("+")
+    if not plus:
+        return None
+    info = adapter_folder(adapter).parent / "training.json"
+    if not info.is_file():
+        return None
+    return int(json.loads(info.read_text())["result"]["examples_seen"])
 
 
 def training_statistics_table(report: Any, examples: Sequence[Any] | None = None) -> Any:

@@ -321,6 +321,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         shots=args.shots,
         max_tokens=args.max_tokens,
         level3=args.level3,
+        tasks=tuple(args.task) if args.task else ("api", "response"),
         max_steps=args.max_steps,
         native_tools=args.native_tools,
         retry_failed=args.retry_failed,
@@ -439,6 +440,30 @@ def cmd_check_train(args: argparse.Namespace) -> int:
     return 1 if report.rejected or report.api_rejections else 0
 
 
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
+
+    config = SynthesisConfig(
+        backend=args.model,
+        out=args.out,
+        n_domains=args.domains,
+        apis_per_domain=args.apis_per_domain,
+        dialogues_per_domain=args.dialogues_per_domain,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+    )
+    report = run_pipeline(config)
+    if args.json:
+        out = report.counts()
+        out["rejections"] = [{"stage": r.stage, "key": r.key, "reason": r.reason, "message": r.message} for r in report.rejections]
+        _print_json(out)
+    else:
+        print(report.table().to_markdown(index=False))
+        print(f"{len(report.accepted)} dialogues accepted, in {len(report.corpus_files)} corpus files under {args.out}/corpus")
+    return 0
+
+
 def cmd_convert_toolalpaca(args: argparse.Namespace) -> int:
     from apibank_lib.formats.toolalpaca import convert, read_toolalpaca, write_converted
 
@@ -454,26 +479,17 @@ def cmd_convert_toolalpaca(args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_MIX = "L1/api=0.5,L2/api=0.2,L3/api=0.1,L1/response=0.1,L2/response=0.05,L3/response=0.05"
-
-
 def cmd_train(args: argparse.Namespace) -> int:
-    from apibank_lib.synthesis.tester import check_corpus
-    from apibank_lib.training.export import examples_from_corpus, mix, parse_shares
-    from apibank_lib.training.recipe import TrainConfig, train
+    from apibank_lib.training.recipe import TrainConfig
+    from apibank_lib.training.workflow import train_model
 
-    report = check_corpus(args.corpus)
-    examples = examples_from_corpus(report)
-    if not examples:
-        raise ConfigError(f"no accepted training dialogue in {' '.join(args.corpus)}")
-    chosen = mix(examples, args.examples or len(examples), parse_shares(args.mix), seed=args.seed)
-    _warn(f"{len(report.accepted)} dialogues accepted ({len(report.rejected)} rejected); {len(examples)} examples, training on {len(chosen)}")
+    data = {"format": args.format, "paths": list(args.corpus), "examples": args.examples, "mix": args.mix, "seed": args.seed}
     config = TrainConfig(
         out=args.out, model=args.model, method=args.method, rank=args.rank, alpha=args.alpha, lr=args.lr, epochs=args.epochs,
         accumulate=args.accumulate, max_len=args.max_len, seed=args.seed, threads=args.threads, max_steps=args.max_steps,
-        command="apibank " + shlex.join(sys.argv[1:]),
+        data=data, command="apibank " + shlex.join(sys.argv[1:]),
     )
-    result = train(config, chosen, progress=not args.json)
+    result = train_model(config, progress=not args.json, note=_warn)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -610,6 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--shots", type=int, choices=[0, 1], default=0, help="prepend one worked example (helps small base models)"
     )
     p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--task", action="append", choices=("api", "response"), help="repeat for both (default: API calls and replies)")
     p.add_argument(
         "--level3",
         choices=["steps", "loop", "both"],
@@ -643,12 +660,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("train", help="fine-tune a model (LoRA by default) on training corpus files")
-    p.add_argument("corpus", nargs="+", help="corpus YAML files or folders (judged by the tester first)")
+    p.add_argument("corpus", nargs="+", help="corpus YAML files or folders (judged by the tester first), or ToolAlpaca files")
+    p.add_argument("--format", choices=("corpus", "toolalpaca"), default="corpus", help="toolalpaca: ToolAlpaca training files")
     p.add_argument("--out", required=True, help="output folder: adapter, checkpoint (resumes), loss.csv, training.json")
     p.add_argument("--model", default="gemma-3-270m")
     p.add_argument("--method", choices=("lora", "full"), default="lora")
     p.add_argument("--examples", type=int, default=None, help="how many examples to draw (default: all)")
-    p.add_argument("--mix", default=DEFAULT_MIX, help=f"group shares of the draw (default: {DEFAULT_MIX})")
+    p.add_argument("--mix", default=None, help="group shares of the draw, e.g. L1/api=0.6,L1/response=0.4 (default: mostly level-1 calls)")
     p.add_argument("--rank", type=int, default=16)
     p.add_argument("--alpha", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-4)
@@ -665,6 +683,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", help="corpus YAML files or folders of them")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check_train)
+
+    p = sub.add_parser("synthesize", help="the five-agent pipeline: a model writes domains, APIs, requests and dialogues; the tester judges them")
+    p.add_argument("--model", required=True, help="openai:<model>@<base_url>, llamacpp:gemma-3-270m, hf:<path>")
+    p.add_argument("--out", required=True, help="output folder: per-stage journals (resumable) and corpus/<domain>.yaml")
+    p.add_argument("--domains", type=int, default=10, help="how many domains to ask for")
+    p.add_argument("--apis-per-domain", type=int, default=6)
+    p.add_argument("--dialogues-per-domain", type=int, default=15)
+    p.add_argument("--concurrency", type=int, default=1, help="parallel requests (backends that allow it)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-tokens", type=int, default=1536)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_synthesize)
 
     p = sub.add_parser("convert-toolalpaca", help="convert a ToolAlpaca training or evaluation file into our format")
     p.add_argument("src", help="a ToolAlpaca JSON file (a list of API entries)")

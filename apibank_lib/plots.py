@@ -21,6 +21,8 @@ __all__ = [
     "breakdown_figure",
     "calls_figure",
     "domains_figure",
+    "toolalpaca_figure",
+    "training_loss_figure",
     "save",
 ]
 
@@ -194,6 +196,41 @@ def domains_figure(table: Any, *, name: str = "calls_by_domain", directory: str 
     ax.set_xlabel("domain")
     ax.tick_params(axis="x", rotation=25)
     ax.set_title("Gold API calls per domain and level (measured on the data)")
+    ax.legend(fontsize=8)
+    save(fig, name, directory)
+    return fig
+
+
+def toolalpaca_figure(table: Any, *, name: str = "toolalpaca_comparison", directory: str | Path | None = None) -> Any:
+    """Call accuracy per model (measured here with 95% intervals; the paper's rows hatched as reported)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.2))
+    labels = [f"{m} ({n if n == n and n is not None else 0:.0f} samples)" for m, n in zip(table["model"], table["training samples"])]
+    reported = table["source"] == "reported"
+    low = (table["Call acc"] - table["Call acc low"]).fillna(0)
+    high = (table["Call acc high"] - table["Call acc"]).fillna(0)
+    colors = ["lightgray" if r else "tab:blue" for r in reported]
+    bars = ax.barh(labels, table["Call acc"].fillna(0), xerr=[low, high], capsize=2, color=colors)
+    for bar, r in zip(bars, reported):
+        if r:
+            bar.set_hatch("//")
+    ax.set_xlabel("Call accuracy (%), 95% CI where measured here")
+    ax.set_xlim(0, 100)
+    ax.invert_yaxis()
+    ax.set_title("Fine-tuning data compared on the Call ability (gray: reported by the paper, 7B models)")
+    save(fig, name, directory)
+    return fig
+
+
+def training_loss_figure(curves: dict[str, Any], *, name: str = "training_loss", directory: str | Path | None = None) -> Any:
+    """Training loss per optimiser step, one line per run (``{label: DataFrame with step, loss}``), smoothed over 10 steps."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for label, curve in curves.items():
+        ax.plot(curve["step"], curve["loss"].rolling(10, min_periods=1).mean(), label=label)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("loss on target tokens (10-step mean)")
+    ax.set_title("Fine-tuning loss (measured here)")
     ax.legend(fontsize=8)
     save(fig, name, directory)
     return fig

@@ -24,12 +24,18 @@ __all__ = ["NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "reproduce"
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 """The committed notebooks."""
 
-DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m")
-"""The models the notebooks run by default: three reference backends and the embedded model."""
+DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m")
+"""The models the notebooks run by default: three reference backends, the embedded model and its fine-tuned small Lynx."""
 
 PROFILES: dict[str, dict[str, Any]] = {
-    "quick": {"LIMIT": None, "MODEL_LIMITS": {"llamacpp:gemma-3-270m": 20}, "MAX_STEPS": 10, "N_BOOT": 2000},
-    "full": {"LIMIT": None, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000},
+    "quick": {
+        "LIMIT": None,
+        "MODEL_LIMITS": {"llamacpp:gemma-3-270m": 20, "llamacpp:lynx-270m": 20},
+        "MAX_STEPS": 10,
+        "N_BOOT": 2000,
+        "CALL_LIMIT": 40,
+    },
+    "full": {"LIMIT": None, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None},
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare).
 
@@ -54,7 +60,7 @@ class Reproduction:
 
 
 def notebooks(directory: str | Path | None = None) -> list[Path]:
-    """The numbered notebooks, in order (``00_...`` to ``05_...``; the explorer is not numbered)."""
+    """The numbered notebooks, in order (``00_...`` to ``06_...``; the explorer is not numbered)."""
     folder = Path(directory) if directory is not None else NOTEBOOKS_DIR
     return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
 

@@ -252,3 +252,4 @@ def compare_protocols(bench: Benchmark, sample: ApiCallSample, prediction: str) 
             }
         )
     return pd.DataFrame(rows)
+

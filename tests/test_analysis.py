@@ -94,3 +94,23 @@ def test_tables_are_saved_as_csv_and_markdown(tmp_path: Path) -> None:
     paths = analysis.save_table(analysis.toolalpaca_table(), "toolalpaca", tmp_path)
     assert paths["csv"].read_text().startswith("model,training samples,Call acc")
     assert "| Lynx " in paths["md"].read_text() and "reported" in paths["md"].read_text()
+
+
+def test_toolalpaca_table_names_runs_and_gives_intervals(bench: Benchmark, tmp_path: Path) -> None:
+    result = run(RunConfig("oracle", levels=(1,), limit=8, out=str(tmp_path / "o")), bench=bench, progress=False)
+    runs = analysis.load_runs([result.path])
+    table = analysis.toolalpaca_table(runs, names={"oracle": "the gold"}, training_samples={"oracle": 123}, n_boot=50)
+    ours = table[table["source"] != "reported"].iloc[0]
+    assert ours["model"] == "the gold" and ours["training samples"] == 123
+    assert ours["Call acc"] == ours["Call acc low"] == ours["Call acc high"] == 100.0
+    assert ours["API-call samples"] == sum(1 for j in runs[0].judgments if j.kind == "api")
+    assert list(table[table["source"] == "reported"]["model"]) == ["Alpaca fine-tuned on ToolAlpaca (converted)", "Lynx"]
+
+
+def test_training_samples_come_from_the_adapters_record(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    (folder / "adapter").mkdir(parents=True)
+    (folder / "training.json").write_text('{"result": {"examples_seen": 240}}')
+    assert analysis.adapter_training_samples(f"llamacpp:gemma-3-270m+{folder / 'adapter'}") == 240
+    assert analysis.adapter_training_samples("llamacpp:gemma-3-270m") is None
+    assert analysis.adapter_training_samples(f"llamacpp:gemma-3-270m+{tmp_path / 'none' / 'adapter'}") is None

@@ -225,3 +225,40 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
     assert curve("split") == curve("whole")  # the resumed run continues exactly where it stopped
     with pytest.raises(ConfigError, match="other data"):
         train(TrainConfig(out=str(tmp_path / "whole"), **config), examples[:2], progress=False)
+    # The adapter is a model like any other: both local backends load it and the runner scores it.
+    from apibank_lib.runner import run
+    from apibank_lib.runs import RunConfig
+    from apibank_lib.scoring import score_run
+
+    adapter = tmp_path / "whole" / "adapter"
+    for spec in (f"llamacpp:gemma-3-270m+{adapter}", f"hf:gemma-3-270m+{adapter}"):
+        config = RunConfig(spec, levels=(1,), limit=2, max_tokens=24, tasks=("api",), out=str(tmp_path / spec.split(":")[0]))
+        result = run(config, progress=False)
+        metrics = score_run(result.path)
+        assert result.answered == 2 and metrics["levels"]["1"]["api_samples"] == 2
+        config_json = json.loads((result.path / "config.json").read_text())
+        assert config_json["identity"]["model"]["adapter"] == str(adapter)
+
+
+def test_the_training_corpus_passes_the_tester_and_is_large_enough() -> None:
+    from apibank_lib.formats.train_corpus import default_corpus_dir
+
+    report = check_corpus(default_corpus_dir())
+    counts = report.counts()
+    assert counts["rejected"] == 0 and counts["apis_rejected"] == 0, [str(r) for r in report.rejected[:5]]
+    assert counts["accepted"] >= 800 and counts["apis"] >= 300 and counts["domains"] >= 50
+    assert len(examples_from_corpus(report)) >= 3000
+
+
+def test_a_data_source_gives_the_same_examples_every_time(corpus: Path) -> None:
+    from apibank_lib.training.workflow import build_examples
+
+    source = {"format": "corpus", "paths": [str(corpus)], "examples": 5, "mix": "L1/api=0.6,L2/api=0.4", "seed": 0}
+    first, note = build_examples(source)
+    assert len(first) == 5 and "3 dialogues accepted" in note
+    assert fingerprint(build_examples(source)[0]) == fingerprint(first)
+    fixture = Path(__file__).parent / "fixtures" / "toolalpaca" / "train_small.json"
+    converted, note = build_examples({"format": "toolalpaca", "paths": [str(fixture)], "examples": None, "mix": "L1/api=1"})
+    assert converted and all(e.level == 1 for e in converted) and "ToolAlpaca" in note
+    with pytest.raises(ConfigError, match="unknown training data format"):
+        build_examples({"format": "csv", "paths": []})

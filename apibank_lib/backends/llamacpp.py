@@ -104,6 +104,13 @@ class LlamaCppBackend(Backend):
         self.load_s = time.perf_counter() - start
         self._lock = threading.Lock()
 
+    def identity(self) -> dict[str, Any]:
+        """Kind, model and context; the adapter only when there is one (runs of the bare model keep their identity)."""
+        ident = super().identity()
+        if ident.get("adapter") is None:
+            ident.pop("adapter", None)
+        return ident
+
     def info(self) -> dict[str, Any]:
         return {"backend": self.kind, "model_file": self.model_path.name, "n_ctx": self.n_ctx, "threads": self.threads, "seed": self.seed, "decoding": "greedy", "adapter": self.adapter}
 

@@ -43,6 +43,7 @@ __all__ = [
     "read_corpus_file",
     "parse_dialogue",
     "corpus_files",
+    "default_corpus_dir",
     "to_dialogue",
     "to_level3_item",
     "searcher_output",
@@ -252,6 +253,11 @@ def read_corpus_file(path: str | Path) -> CorpusFile:
         schemas[s.name] = s
     dialogues = [_dialogue(raw, i, domain, str(path)) for i, raw in enumerate(data["dialogues"])]
     return CorpusFile(str(path), domain, schemas, dialogues, problems)
+
+
+def default_corpus_dir() -> Path:
+    """Our training corpus, ``data/train/corpus`` beside the package."""
+    return Path(__file__).resolve().parent.parent.parent / "data" / "train" / "corpus"
 
 
 def corpus_files(root: str | Path) -> list[Path]:

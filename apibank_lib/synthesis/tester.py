@@ -38,7 +38,7 @@ from apibank_lib.formats.train_corpus import (
     SEARCHER,
     CorpusDialogue,
     CorpusFile,
-    CorpusTurn,
+
     corpus_files,
     read_corpus_file,
 )

@@ -24,7 +24,7 @@ from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDial
 from apibank_lib.prompts import LEADS, build_prompt, target_text
 from apibank_lib.types import ApiCallSample, Sample, ToolSchema
 
-__all__ = ["SchemaCatalog", "TrainingExample", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares"]
+__all__ = ["SchemaCatalog", "TrainingExample", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "examples_from_toolalpaca"]
 
 
 class SchemaCatalog:
@@ -204,4 +204,23 @@ def parse_shares(text: str) -> dict[str, float]:
             raise ConfigError(f"--mix: {part!r} is not GROUP=SHARE (e.g. L1/api=0.5)") from None
         if not key.strip().startswith(("L1/", "L2/", "L3/")):
             raise ConfigError(f"--mix: unknown group {key.strip()!r}; groups are L1/api, L2/response, ...")
+    return out
+
+
+def examples_from_toolalpaca(result: Any, *, tasks: Sequence[str] = ("api", "response"), shots: int = 0) -> list[TrainingExample]:
+    """Training examples of a converted ToolAlpaca training file, cut and rendered like level-1 samples.
+
+    Each converted instance is a level-1 dialogue; its prompt describes the
+    functions of the API entry it came from (function names repeat across
+    ToolAlpaca's entries, so each dialogue gets its own entry's catalogue).
+
+    Args:
+        result: a training :class:`~apibank_lib.formats.toolalpaca.ConversionResult`.
+    """
+    groups = {g.name: {f.name: f for f in g.functions} for g in result.apis}
+    out: list[TrainingExample] = []
+    for d in result.dialogues:
+        catalog = SchemaCatalog(groups.get(result.origins.get(d.id, ""), {}))
+        samples = [s for s in cut_samples(d) if not s.duplicate and s.kind in tasks and all(n in catalog for n in s.api_names)]
+        out.extend(examples_from_samples(samples, catalog, shots=shots))
     return out

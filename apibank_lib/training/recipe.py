@@ -56,6 +56,9 @@ class TrainConfig:
         save_every: optimiser steps between checkpoints.
         threads: torch CPU threads (None: leave torch's setting).
         max_steps: stop after this many optimiser steps (None: the whole schedule).
+        data: where the examples came from (recorded in ``training.json`` so the
+            run can be repeated: see :mod:`apibank_lib.training.workflow`).
+        command: the command line that started the run (recorded).
     """
 
     out: str
@@ -74,6 +77,7 @@ class TrainConfig:
     save_every: int = 20
     threads: int | None = None
     max_steps: int | None = None
+    data: dict[str, Any] = field(default_factory=dict)
     command: str = field(default_factory=lambda: " ".join(sys.argv))
 
 

@@ -1,0 +1,582 @@
+"""The five synthesis agents: a prompt and a strict parser for each model stage, and the tester as the fifth.
+
+The stages follow the paper's recipe, in our own words:
+
+1. ``domains``: :func:`domains_prompt` asks for N domain names, one a line;
+   :func:`parse_domains` strips bullets and numbering and drops repeats.
+2. ``apis``: :func:`apis_prompt` asks for plausible APIs of one domain in our
+   corpus YAML ``apis:`` shape, with two evaluation APIs as style references;
+   :func:`parse_apis` reads them and validates each with
+   :func:`~apibank_lib.synthesis.tester.check_schema`.
+3. ``requests``: :func:`request_prompt` shows the domain's APIs and the ability
+   to practise; the model picks the APIs and writes the user's request as a small
+   YAML mapping, read by :func:`parse_request` into a :class:`RequestDraft`.
+4. ``dialogues``: :func:`dialogue_prompt` shows the chosen APIs, the ability and
+   the request; :func:`parse_dialogue_output` reads the dialogue with the corpus
+   reader (:func:`~apibank_lib.formats.train_corpus.parse_dialogue`).
+5. ``tester``: :func:`judge` is the rule-based tester
+   (:func:`~apibank_lib.synthesis.tester.check_dialogue`); no model is asked.
+
+Every prompt is built both as chat messages and as one text for completion
+models; the text ends with a *lead* (an opened code fence) that the model
+continues. A completion is read as if the model had written the lead itself
+(:func:`answer_text`), so one parser serves both kinds of backend.
+
+Parsers are strict. They tolerate a code fence around the answer and chatter
+outside that fence, nothing else: no missing or unknown keys, no unknown APIs,
+no free text where YAML is expected. Model output is only ever read with
+``yaml.safe_load``. A failure raises :class:`SynthesisParseError` with the stage
+and a kind (:data:`PARSE_KINDS`) that reports count by.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from apibank_lib.errors import DataError
+
+# `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
+from apibank_lib.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
+from apibank_lib.prompts import Prompt
+from apibank_lib.synthesis.tester import check_dialogue, check_schema
+from apibank_lib.types import ToolSchema
+
+__all__ = [
+    "STAGES",
+    "PARSE_KINDS",
+    "LEAD",
+    "LIST_LEAD",
+    "SynthesisParseError",
+    "RequestDraft",
+    "slugify",
+    "extract_payload",
+    "answer_text",
+    "schema_entry",
+    "render_apis",
+    "dialogue_mapping",
+    "domains_prompt",
+    "parse_domains",
+    "apis_prompt",
+    "parse_apis",
+    "request_prompt",
+    "parse_request",
+    "dialogue_prompt",
+    "parse_dialogue_output",
+    "judge",
+    "API_LIMITS",
+]
+
+STAGES: tuple[str, ...] = ("domains", "apis", "requests", "dialogues", "tester")
+"""The five stages, in the order they run."""
+
+PARSE_KINDS: tuple[str, ...] = ("empty", "yaml", "shape", "value", "schema")
+"""What a parse failure is about: nothing to read, not YAML, the wrong structure,
+a value that is not allowed, an API definition the tester refuses."""
+
+LEAD = "```yaml\n"
+"""The lead of the YAML stages: completion prompts end with it, so the model writes the block's body."""
+
+LIST_LEAD = "```text\n"
+"""The lead of the domains stage (a plain list)."""
+
+API_LIMITS: dict[str, tuple[int, int]] = {"call": (1, 4), "retrieve_call": (1, 4), "plan_retrieve_call": (2, 3)}
+"""How many of the domain's APIs a request of each ability may use (a plan needs two or three)."""
+
+_STAGE_MARK = "Synthesis stage: {stage}."
+
+
+class SynthesisParseError(DataError):
+    """A model's answer that a synthesis stage cannot use.
+
+    Attributes:
+        stage: the stage whose parser refused it (one of :data:`STAGES`).
+        kind: the class of the problem (one of :data:`PARSE_KINDS`); reports count rejections by it.
+        reason: what is wrong, in words.
+    """
+
+    def __init__(self, stage: str, kind: str, reason: str) -> None:
+        self.stage = stage
+        self.kind = kind
+        self.reason = reason
+        super().__init__(f"{stage} stage: {kind}: {reason}")
+
+
+@dataclass(frozen=True)
+class RequestDraft:
+    """What the request agent decided: the ability, the domain's APIs it uses, and the user's words."""
+
+    ability: str
+    apis: tuple[str, ...]
+    request: str
+
+
+# --- shared reading -------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^[ \t]*```")
+
+
+def slugify(name: str) -> str:
+    """A domain's file name stem: lower case, runs of other characters turned into one underscore."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def extract_payload(text: str, stage: str) -> str:
+    """The part of an answer to read: the first fenced block's body, or the whole text when there is no fence.
+
+    A fence that is opened and never closed (the answer was cut off) runs to the end.
+
+    Raises:
+        SynthesisParseError: nothing is left to read.
+    """
+    lines = text.strip().splitlines()
+    start = next((i for i, line in enumerate(lines) if _FENCE.match(line)), None)
+    if start is not None:
+        end = next((j for j in range(start + 1, len(lines)) if _FENCE.match(lines[j])), len(lines))
+        lines = lines[start + 1 : end]
+    payload = textwrap.dedent("\n".join(lines)).strip()
+    if not payload:
+        raise SynthesisParseError(stage, "empty", "the answer holds nothing to read")
+    return payload
+
+
+def answer_text(completion: str, lead: str) -> str:
+    """The answer as the parsers read it: a completion model continued ``lead``, so it is put back in front."""
+    return lead + completion
+
+
+def _load(payload: str, stage: str) -> Any:
+    try:
+        return yaml.safe_load(payload)
+    except yaml.YAMLError as exc:
+        # PyYAML's messages span several lines; one line keeps journals and tables readable.
+        raise SynthesisParseError(stage, "yaml", "not valid YAML: " + " ".join(str(exc).split())) from exc
+
+
+def _prompt(stage: str, system: str, user: str, lead: str) -> Prompt:
+    user = _STAGE_MARK.format(stage=stage) + "\n" + user
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return Prompt(messages, f"{system}\n\n{user}\n\n{lead}", lead=lead)
+
+
+def schema_entry(schema: ToolSchema) -> dict[str, Any]:
+    """An API as one item of a corpus file's ``apis:`` list (``required: false`` kept for optional inputs)."""
+
+    def params(group: Mapping[str, Any], inputs: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, p in group.items():
+            entry: dict[str, Any] = {"type": p.type, "description": p.description}
+            if inputs and not p.required:
+                entry["required"] = False
+            out[name] = entry
+        return out
+
+    return {
+        "name": schema.name,
+        "description": schema.description,
+        "input_parameters": params(schema.input_parameters, True),
+        "output_parameters": params(schema.output_parameters, False),
+    }
+
+
+def render_apis(schemas: Iterable[ToolSchema]) -> str:
+    """APIs as the YAML list a corpus file holds (parameters on one line each)."""
+    return yaml.safe_dump(
+        [schema_entry(s) for s in schemas], sort_keys=False, default_flow_style=None, width=1000, allow_unicode=True
+    ).rstrip()
+
+
+def dialogue_mapping(d: CorpusDialogue) -> dict[str, Any]:
+    """A read dialogue back as the mapping a corpus file holds (the inverse of the corpus reader)."""
+    out: dict[str, Any] = {"id": d.id, "ability": d.ability}
+
+    def api(t: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {"api": t.text}
+        if t.has_output:
+            entry["output"] = t.output
+        if t.retrieves is not None:
+            entry["retrieves"] = list(t.retrieves)
+        return entry
+
+    if d.ability == "plan_retrieve_call":
+        out["requirement"] = d.requirement
+        out["steps"] = [api(t) for t in d.turns]
+        out["response"] = d.response
+    else:
+        out["turns"] = [api(t) if t.role == "api" else {t.role: t.text} for t in d.turns]
+    return out
+
+
+# --- 1. domains -----------------------------------------------------------------------------------
+
+_INTRO = (
+    "You help build training data that teaches small language models to use APIs. "
+    "An API here is an online service that an assistant can call for a user: it has named inputs and returns a structured result."
+)
+
+_EVALUATED_AREAS = (
+    "alarms, reminders, agendas and meetings, smart-home scenes, bank accounts, stocks and taxes, hotel bookings, "
+    "doctor appointments and health records, weather, translation, email, music and films, user accounts and passwords"
+)
+
+
+def domains_prompt(n: int) -> Prompt:
+    """Ask for ``n`` domain names, one a line."""
+    system = _INTRO
+    user = (
+        f"Name {n} different everyday domains in which a person could ask an assistant to get something done through an online service "
+        "(for instance: Boat hire, Tailoring and alterations).\n"
+        f"Keep away from areas that are already covered: {_EVALUATED_AREAS}.\n"
+        "Each domain is a short name of one to five words. Write one domain a line, with no explanation.\n"
+        f"Answer with the list inside one {LIST_LEAD.strip()} block."
+    )
+    return _prompt("domains", system, user, LIST_LEAD)
+
+
+_BULLET = re.compile(r"^(?:[-*\u2022](?:\s+|$)|\(?\d{1,3}[.):]\s*)")
+_DOMAIN = re.compile(r"^[A-Za-z][A-Za-z0-9&/' -]*[A-Za-z0-9]$")
+
+
+def parse_domains(text: str) -> list[str]:
+    """Domain names, one a line, in order; bullets and numbering stripped, repeats (same slug) dropped.
+
+    Raises:
+        SynthesisParseError: a line that is not a short name (``value``), or no line at all (``empty``).
+    """
+    payload = extract_payload(text, "domains")
+    out: list[str] = []
+    seen: set[str] = set()
+    for number, line in enumerate(payload.splitlines(), 1):
+        name = _BULLET.sub("", line.strip(), count=1).strip()
+        if not name:
+            continue
+        if len(name) > 40 or len(name.split()) > 5 or not _DOMAIN.match(name):
+            raise SynthesisParseError(
+                "domains", "value", f"line {number} is not a domain name of one to five words: {line.strip()!r}"
+            )
+        slug = slugify(name)
+        if slug not in seen:
+            seen.add(slug)
+            out.append(name)
+    if not out:
+        raise SynthesisParseError("domains", "empty", "no domain name in the answer")
+    return out
+
+
+# --- 2. APIs --------------------------------------------------------------------------------------
+
+_API_KEYS = {"name", "description", "input_parameters", "output_parameters"}
+_PARAM_KEYS = {"type", "description", "required"}
+
+
+def apis_prompt(domain: str, n: int, references: Sequence[ToolSchema], avoid: Iterable[str] = ()) -> Prompt:
+    """Ask for ``n`` APIs of ``domain`` in the corpus ``apis:`` shape.
+
+    Args:
+        domain: the domain name (from stage 1).
+        n: how many APIs to invent.
+        references: evaluation APIs shown for their layout only.
+        avoid: API names that must not be reused or imitated (the evaluation's).
+    """
+    system = (
+        _INTRO + "\n"
+        "An API is written in YAML with a name, a description, input_parameters and output_parameters. "
+        "Each parameter has a type (str, int, float, bool, list or dict) and a one-sentence description; "
+        'an optional input also says "required: false" and its description starts with "Optional.".'
+    )
+    avoid_text = ", ".join(sorted(avoid)) or "none"
+    user = (
+        f"Domain: {domain}\n\n"
+        f"Invent {n} APIs that a service in this domain could plausibly offer.\n"
+        "- Names are CamelCase and say what is specific to the domain (SearchBoatRentals, not Search).\n"
+        f"- Do not reuse or imitate these existing APIs: {avoid_text}.\n"
+        "- One plain sentence per description; a date or time says its format, such as %Y-%m-%d.\n"
+        "- Parameter names are lower-case identifiers (pickup_city); vary them from one API to the next.\n"
+        "- About a third of the APIs take one optional input.\n"
+        "- Every API returns at least one output parameter.\n"
+        "- If the service needs a sign-in, one API returns a session key and the others take it as an input.\n\n"
+        "Two existing APIs show the layout (copy their form, not their names or purposes):\n"
+        f"{LEAD}{render_apis(references)}\n```\n\n"
+        f"Answer with the {n} new APIs as one YAML list inside a {LEAD.strip()} block."
+    )
+    return _prompt("apis", system, user, LEAD)
+
+
+def parse_apis(text: str, *, evaluation_names: Iterable[str] = ()) -> list[ToolSchema]:
+    """The APIs of a YAML list (or a mapping whose only key is ``apis``), each accepted by the tester's schema check.
+
+    Raises:
+        SynthesisParseError: not YAML, not a list of API mappings, unknown keys (``shape``); a
+            parameter name that is not an identifier, an API without outputs, a name given twice
+            (``value``); a definition :func:`check_schema` refuses, e.g. an evaluation API's name (``schema``).
+    """
+    data = _load(extract_payload(text, "apis"), "apis")
+    if isinstance(data, dict) and set(data) == {"apis"}:
+        data = data["apis"]
+    if not isinstance(data, list) or not data:
+        raise SynthesisParseError(
+            "apis", "shape", "expected a YAML list of APIs (name, description, input_parameters, output_parameters)"
+        )
+    names = list(evaluation_names)
+    out: list[ToolSchema] = []
+    for i, raw in enumerate(data):
+        if not isinstance(raw, dict):
+            raise SynthesisParseError("apis", "shape", f"API #{i + 1} is not a mapping")
+        label = f"API #{i + 1} ({raw['name']})" if isinstance(raw.get("name"), str) else f"API #{i + 1}"
+        extra = sorted(map(str, set(raw) - _API_KEYS))
+        if extra:
+            raise SynthesisParseError("apis", "shape", f"{label} has unknown keys {extra}")
+        for group in ("input_parameters", "output_parameters"):
+            params = raw.get(group)
+            for pname, spec in params.items() if isinstance(params, dict) else ():
+                if not isinstance(pname, str) or not pname.isidentifier():
+                    raise SynthesisParseError(
+                        "apis", "value", f"{label}: the parameter name {pname!r} cannot be written in a call"
+                    )
+                if isinstance(spec, dict) and set(spec) - _PARAM_KEYS:
+                    raise SynthesisParseError(
+                        "apis",
+                        "shape",
+                        f"{label}: {group}.{pname} has unknown keys {sorted(map(str, set(spec) - _PARAM_KEYS))}",
+                    )
+        try:
+            schema = _schema(raw, i)
+        except ValueError as exc:
+            raise SynthesisParseError("apis", "shape", f"{label}: {exc}") from exc
+        why = check_schema(schema, names)
+        if why:
+            raise SynthesisParseError("apis", "schema", why)
+        if not schema.output_parameters:
+            raise SynthesisParseError("apis", "value", f"{schema.name} declares no output parameter")
+        if any(s.name == schema.name for s in out):
+            raise SynthesisParseError("apis", "value", f"{schema.name} is defined twice")
+        out.append(schema)
+    return out
+
+
+# --- 3. requests ----------------------------------------------------------------------------------
+
+# Each completes "<ability>, where ...".
+_ABILITY_TEXT = {
+    "call": "the assistant sees the APIs' descriptions and calls them directly.",
+    "retrieve_call": (
+        "the assistant knows only ToolSearcher, which finds an API from a few keywords, "
+        "so it searches before the first use of each API."
+    ),
+    "plan_retrieve_call": (
+        "the user makes one self-contained request that needs two or three APIs one after another; the assistant "
+        "finds each with ToolSearcher, calls it, and answers once at the end."
+    ),
+}
+
+
+def request_prompt(domain: str, schemas: Sequence[ToolSchema], ability: str, earlier: Sequence[str] = ()) -> Prompt:
+    """Ask for one user request of ``ability`` over some of the domain's APIs.
+
+    Args:
+        domain: the domain name.
+        schemas: the domain's APIs (stage 2).
+        ability: the ability to practise (``call``, ``retrieve_call`` or ``plan_retrieve_call``).
+        earlier: requests already written for this domain, which the new one must not repeat.
+    """
+    low, high = API_LIMITS[ability]
+    system = _INTRO + "\nYou now write what a user asks the assistant, so that a dialogue can be written from it."
+    seen = "".join(f"- {r}\n" for r in earlier)
+    user = (
+        f"Domain: {domain}\n"
+        f"The domain's APIs:\n{LEAD}{render_apis(schemas)}\n```\n\n"
+        f"Ability to practise: {ability}, where {_ABILITY_TEXT[ability]}\n"
+        + (f"Requests already written for this domain (write a different one):\n{seen}" if earlier else "")
+        + f"Choose the {low} to {high} APIs the request needs (list them in the order they are used) and write the request "
+        "in the user's own voice, with every detail the calls need: names, dates in 2023, numbers, codes.\n"
+        f"Answer with one YAML mapping inside a {LEAD.strip()} block, in this form:\n"
+        f"ability: {ability}\n"
+        "apis: [FirstApi, SecondApi]\n"
+        'request: "what the user asks"'
+    )
+    return _prompt("requests", system, user, LEAD)
+
+
+def parse_request(text: str, schemas: Mapping[str, ToolSchema], *, ability: str | None = None) -> RequestDraft:
+    """The request agent's answer: a mapping of exactly ``ability``, ``apis`` and ``request``.
+
+    Args:
+        text: the answer.
+        schemas: the domain's APIs by name; the request may only use these.
+        ability: the ability that was asked for; the answer must keep it.
+
+    Raises:
+        SynthesisParseError: not YAML or missing/unknown keys (``shape``); an unknown ability or
+            API, ToolSearcher listed, too few or too many APIs, an empty request (``value``).
+    """
+    data = _load(extract_payload(text, "requests"), "requests")
+    keys = {"ability", "apis", "request"}
+    if not isinstance(data, dict):
+        raise SynthesisParseError("requests", "shape", "expected a YAML mapping with ability, apis and request")
+    missing, extra = sorted(keys - set(data)), sorted(map(str, set(data) - keys))
+    if missing or extra:
+        what = (
+            (f"missing {missing}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unknown keys {extra}" if extra else "")
+        )
+        raise SynthesisParseError("requests", "shape", what)
+    chosen = data["ability"]
+    if chosen not in ABILITIES:
+        raise SynthesisParseError("requests", "value", f"ability must be one of {', '.join(ABILITIES)}, not {chosen!r}")
+    if ability is not None and chosen != ability:
+        raise SynthesisParseError("requests", "value", f"a {ability} request was asked for, not {chosen}")
+    apis = data["apis"]
+    if not isinstance(apis, list) or not all(isinstance(a, str) for a in apis):
+        raise SynthesisParseError("requests", "shape", "apis must be a list of API names")
+    if SEARCHER in apis:
+        raise SynthesisParseError(
+            "requests", "value", f"{SEARCHER} comes with the ability; list only the domain's APIs"
+        )
+    unknown = [a for a in apis if a not in schemas]
+    if unknown:
+        raise SynthesisParseError(
+            "requests", "value", f"unknown API {', '.join(unknown)} (the domain has {', '.join(schemas)})"
+        )
+    if len(set(apis)) != len(apis):
+        raise SynthesisParseError("requests", "value", "an API is listed twice")
+    low, high = API_LIMITS[chosen]
+    if not low <= len(apis) <= high:
+        raise SynthesisParseError("requests", "value", f"a {chosen} request uses {low} to {high} APIs, not {len(apis)}")
+    request = data["request"]
+    if not isinstance(request, str) or not request.strip():
+        raise SynthesisParseError("requests", "value", "the request is empty")
+    return RequestDraft(chosen, tuple(apis), " ".join(request.split()))
+
+
+# --- 4. dialogues ---------------------------------------------------------------------------------
+
+_DIALOGUE_RULES = """Rules for every dialogue:
+- A call is written Name(key='value', ...): single-quoted values, only the API's declared parameters, every required one given, never a single quote inside a value.
+- Every call except ToolSearcher has an output: a plausible result as YAML whose keys are the API's output parameters, consistent with the call.
+- A value in a call comes from what the user said or from an earlier result, copied exactly. Dates are in 2023, in the format the parameter's description gives.
+- The assistant's reply after the last results repeats a concrete value from them (a code, a number, a name)."""
+
+_SHAPE_RULES = {
+    "call": """Rules for this ability:
+- turns: the first is the user's (user:), then assistant replies (ai:) and calls (api: with output:); the last is an ai: reply.
+- The assistant already knows the APIs: it never calls ToolSearcher.
+- Ask the user for a missing detail before calling, as a careful assistant would.""",
+    "retrieve_call": """Rules for this ability:
+- turns: the first is the user's (user:), then assistant replies (ai:) and calls (api: with output:); the last is an ai: reply.
+- Before the first call of each API, a search: api: ToolSearcher(keywords='...') with two to six plain words describing the need, never the API's name, and no output. The next call is the API it found.""",
+    "plan_retrieve_call": """Rules for this ability:
+- requirement: the user's request in one sentence; steps: searches and calls; response: the final answer stating the results. No user: or ai: turns.
+- In steps, each API's first call comes right after api: ToolSearcher(keywords='...') with two to six plain words describing the need, never the API's name, and no output.""",
+}
+
+# Worked examples in an invented domain; they pass our tester.
+_EXAMPLES = {
+    "call": """ability: call
+turns:
+  - user: "Is a rowing boat free at Lake Bled on July 14?"
+  - api: FindFreeBoats(lake='Lake Bled', day='2023-07-14', boat_kind='rowing')
+    output: {boats: [{boat_id: "RB-7", hourly_rate: 12.0}]}
+  - ai: "Yes: rowing boat RB-7 is free that day, at 12.0 an hour." """,
+    "retrieve_call": """ability: retrieve_call
+turns:
+  - user: "Please hire boat RB-7 for Ana Silva on July 14."
+  - api: ToolSearcher(keywords='hire a boat for a day')
+  - api: HireBoat(boat_id='RB-7', renter='Ana Silva', day='2023-07-14')
+    output: {hire_code: "H-3310", deposit: 40}
+  - ai: "Done: RB-7 is hired for Ana Silva on July 14, code H-3310, with a deposit of 40." """,
+    "plan_retrieve_call": """ability: plan_retrieve_call
+requirement: "Find a free rowing boat at Lake Bled on 2023-07-14 and hire it for Ana Silva."
+steps:
+  - api: ToolSearcher(keywords='free boats on a lake')
+  - api: FindFreeBoats(lake='Lake Bled', day='2023-07-14', boat_kind='rowing')
+    output: {boats: [{boat_id: "RB-7", hourly_rate: 12.0}]}
+  - api: ToolSearcher(keywords='hire a boat for a day')
+  - api: HireBoat(boat_id='RB-7', renter='Ana Silva', day='2023-07-14')
+    output: {hire_code: "H-3310", deposit: 40}
+response: "Boat RB-7 is hired for Ana Silva at Lake Bled on July 14; the hire code is H-3310." """,
+}
+
+
+def dialogue_prompt(domain: str, schemas: Sequence[ToolSchema], draft: RequestDraft) -> Prompt:
+    """Ask for the dialogue (or plan) that fulfils ``draft`` with the APIs it chose.
+
+    Args:
+        domain: the domain name.
+        schemas: the APIs the request uses (stage 3's choice), in order.
+        draft: the request (stage 3).
+    """
+    system = (
+        _INTRO + "\nYou now write one training dialogue in YAML, following the rules exactly.\n\n" + _DIALOGUE_RULES
+    )
+    user = (
+        f"Domain: {domain}\n"
+        f"APIs to use:\n{LEAD}{render_apis(schemas)}\n```\n\n"
+        f"Ability: {draft.ability}, where {_ABILITY_TEXT[draft.ability]}\n"
+        f"The user's request: {draft.request}\n\n"
+        f"{_SHAPE_RULES[draft.ability]}\n\n"
+        "An example of the form, from another domain (its APIs are not yours):\n"
+        f"{LEAD}{_EXAMPLES[draft.ability].rstrip()}\n```\n\n"
+        f"Answer with the dialogue as one YAML mapping inside a {LEAD.strip()} block."
+    )
+    return _prompt("dialogues", system, user, LEAD)
+
+
+_DIALOGUE_KEYS = {
+    "call": {"id", "ability", "turns"},
+    "retrieve_call": {"id", "ability", "turns"},
+    "plan_retrieve_call": {"id", "ability", "requirement", "steps", "response"},
+}
+
+
+def parse_dialogue_output(
+    text: str, draft: RequestDraft, *, dialogue_id: str, domain: str, path: str, index: int = 0
+) -> CorpusDialogue:
+    """The dialogue agent's answer as a :class:`CorpusDialogue`, read by the corpus reader.
+
+    The id is the pipeline's (``dialogue_id``), whatever the model wrote. Problems of single
+    turns (a call that does not parse, an unknown turn key) are left on the record for the
+    tester, which rejects them as ``format``; the structure around them must be right here.
+
+    Raises:
+        SynthesisParseError: not YAML, not a mapping, unknown keys or a structure the reader
+            cannot use (``shape``); another ability than the request's, or an API the request
+            chose that is never called (``value``).
+    """
+    data = _load(extract_payload(text, "dialogues"), "dialogues")
+    if not isinstance(data, dict):
+        raise SynthesisParseError(
+            "dialogues", "shape", "expected one YAML mapping (ability, then turns or requirement/steps/response)"
+        )
+    if data.get("ability") != draft.ability:
+        raise SynthesisParseError(
+            "dialogues", "value", f"ability must be the request's {draft.ability}, not {data.get('ability')!r}"
+        )
+    extra = sorted(map(str, set(data) - _DIALOGUE_KEYS[draft.ability]))
+    if extra:
+        raise SynthesisParseError("dialogues", "shape", f"unknown keys {extra} in a {draft.ability} dialogue")
+    d = parse_dialogue({**data, "id": dialogue_id}, index, domain, path)
+    if d.problem:
+        raise SynthesisParseError("dialogues", "shape", d.problem)
+    if not any(t.problem for t in d.turns):
+        called = {t.call.name for t in d.api_turns if t.call is not None}
+        missing = [a for a in draft.apis if a not in called]
+        if missing:
+            raise SynthesisParseError("dialogues", "value", f"the request's API {', '.join(missing)} is never called")
+    return d
+
+
+# --- 5. tester ------------------------------------------------------------------------------------
+
+
+def judge(d: CorpusDialogue, schemas: Mapping[str, ToolSchema]) -> tuple[str, str] | None:
+    """The tester agent: ``(reason, message)`` for a dialogue the rules reject, None when accepted.
+
+    Duplicates across dialogues are judged when the corpus is checked as a whole.
+    """
+    return check_dialogue(d, dict(schemas))

@@ -1,0 +1,674 @@
+"""The synthesis pipeline: the five agents run in order over any backend, into a resumable folder.
+
+``run_pipeline(SynthesisConfig(...))`` asks the model for domains, then APIs per
+domain, then requests per domain, then one dialogue per request, and judges every
+dialogue with the tester. The output folder holds:
+
+* ``synthesis.json``: the folder's identity (the backend's answer-changing
+  options and ``max_tokens``); a folder made with another identity is refused.
+* ``domains.jsonl``, ``apis.jsonl``, ``requests.jsonl``, ``dialogues.jsonl``:
+  one append-only JSON line per model answer (key, prompt digest, the raw text,
+  tokens, and the parser's verdict), flushed as it is written. A rerun reads
+  them back and only asks for keys whose record is missing or whose prompt
+  changed, so an interrupted run resumes, and a malformed answer never costs
+  the answers before it. ``tester.jsonl`` records the tester's verdicts.
+* ``corpus/<domain_slug>.yaml``: the accepted dialogues in our corpus format
+  (rewritten on every run), which ``apibank check-train`` accepts.
+* ``report.json``: the per-stage counts of the last run.
+
+Keys are deterministic (``apis/<slug>``, ``requests/<slug>/<n>``,
+``dialogues/<slug>/<n>``) and so is every choice the pipeline makes (the style
+references and the ability of each request slot come from the seed), so a
+concurrent run writes the same corpus as a serial one.
+
+Model output is only read by the agents' parsers (``yaml.safe_load``), never
+executed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from apibank_lib.backends.base import Backend, Request
+from apibank_lib.backends.registry import load_backend
+from apibank_lib.errors import BackendError, ConfigError
+from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
+from apibank_lib.prompts import Prompt
+from apibank_lib.synthesis.agents import (
+    STAGES,
+    RequestDraft,
+    SynthesisParseError,
+    answer_text,
+    apis_prompt,
+    dialogue_mapping,
+    dialogue_prompt,
+    domains_prompt,
+    judge,
+    parse_apis,
+    parse_dialogue_output,
+    parse_domains,
+    parse_request,
+    request_prompt,
+    schema_entry,
+    slugify,
+)
+from apibank_lib.synthesis.tester import check_corpus, evaluation_texts
+from apibank_lib.types import Context, ToolSchema
+
+__all__ = ["SynthesisConfig", "SynthesisReport", "StageCounts", "SynthesisRejection", "run_pipeline", "ABILITY_CYCLE"]
+
+ABILITY_CYCLE: tuple[str, ...] = ("call", "retrieve_call", "call", "retrieve_call", "plan_retrieve_call")
+"""The abilities of a domain's request slots, repeated: 15 slots give the brief's 6 call, 6 retrieve_call and 3 plans."""
+
+_SHORT = {"call": "call", "retrieve_call": "retrieve", "plan_retrieve_call": "plan"}
+
+# Synthesis prompts are not evaluation samples; a "response" context keeps
+# backends from attaching native tool schemas to them.
+_CONTEXT = Context(level=1, task="response", history=(), api_names=())
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class SynthesisConfig:
+    """Everything a synthesis run needs; validated on creation.
+
+    Attributes:
+        backend: a model spec (``openai:<model>@<base_url>``, ``llamacpp:gemma-3-270m`` ...) or a built backend.
+        out: the output folder (created; reused to resume).
+        n_domains: how many domains to ask for.
+        apis_per_domain: how many APIs to ask for per domain (extra ones are dropped).
+        dialogues_per_domain: request slots per domain; each accepted request gets one dialogue.
+        concurrency: parallel requests, where the backend allows it (``backend.concurrent``).
+        seed: picks the style references and where each domain's ability cycle starts.
+        max_tokens: the generation budget of every answer.
+        backend_options: options for a backend built from a spec.
+        evaluation_names, evaluation_requests: what the corpus must stay apart from
+            (default: the bundled evaluation benchmark's API names and requests).
+    """
+
+    backend: str | Backend
+    out: str | Path
+    n_domains: int = 10
+    apis_per_domain: int = 6
+    dialogues_per_domain: int = 15
+    concurrency: int = 1
+    seed: int = 0
+    max_tokens: int = 1536
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    evaluation_names: Sequence[str] | None = None
+    evaluation_requests: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("n_domains", "apis_per_domain", "dialogues_per_domain", "concurrency", "max_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"synthesis setting {name} must be a positive whole number, not {value!r}")
+        if not isinstance(self.backend, (str, Backend)):
+            raise ConfigError(f"synthesis backend must be a model spec or a Backend, not {type(self.backend).__name__}")
+        if isinstance(self.backend, Backend) and self.backend_options:
+            raise ConfigError("backend_options apply to a backend built from a spec, not to a given Backend")
+        self.out = Path(self.out)
+
+
+@dataclass
+class StageCounts:
+    """One stage's tally.
+
+    Attributes:
+        attempted: answers obtained (model stages) or dialogues judged (tester).
+        accepted: answers the parser read (tester: dialogues accepted).
+        items: what accepted answers yield after deduplication (domains, APIs, requests, dialogues).
+        duplicates: items dropped as repeats (an API name already defined, a request already written).
+        calls: backend calls made by this run (0 for work read back from the journal).
+        resumed: answers read back from the journal instead of asking the model.
+        prompt_tokens, completion_tokens: token cost of the answers used, as the backend reported it.
+        reasons: rejected answers by reason (a parse kind, a tester reason, or ``backend``).
+    """
+
+    attempted: int = 0
+    accepted: int = 0
+    items: int = 0
+    duplicates: int = 0
+    calls: int = 0
+    resumed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def rejected(self) -> int:
+        """Answers (tester: dialogues) rejected."""
+        return sum(self.reasons.values())
+
+
+@dataclass(frozen=True)
+class SynthesisRejection:
+    """Why one answer or dialogue was not used: its stage, key, reason and message."""
+
+    stage: str
+    key: str
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.stage} {self.key}: {self.reason}: {self.message}"
+
+
+@dataclass
+class SynthesisReport:
+    """What a synthesis run produced: per-stage counts, every rejection, and the corpus files."""
+
+    out: Path
+    stages: dict[str, StageCounts]
+    rejections: list[SynthesisRejection] = field(default_factory=list)
+    corpus_files: list[Path] = field(default_factory=list)
+    accepted: list[CorpusDialogue] = field(default_factory=list)
+
+    def counts(self) -> dict[str, Any]:
+        """Plain counts: the corpus files, accepted dialogues, and each stage's tally (reasons as a dict)."""
+        stages = {}
+        for name, c in self.stages.items():
+            row = {k: v for k, v in asdict(c).items() if k != "reasons"}
+            row["rejected"] = c.rejected
+            row["rejected_by_reason"] = dict(sorted(c.reasons.items()))
+            stages[name] = row
+        return {
+            "out": str(self.out),
+            "corpus_files": [str(p) for p in self.corpus_files],
+            "dialogues_accepted": len(self.accepted),
+            "stages": stages,
+        }
+
+    def table(self) -> Any:
+        """One row per stage: attempted, accepted, rejected (and why), items, duplicates, calls, resumed, tokens."""
+        import pandas as pd
+
+        rows = []
+        for name, c in self.stages.items():
+            rows.append(
+                {
+                    "stage": name,
+                    "attempted": c.attempted,
+                    "accepted": c.accepted,
+                    "rejected": c.rejected,
+                    "rejected_by_reason": ", ".join(f"{r}: {n}" for r, n in sorted(c.reasons.items())),
+                    "items": c.items,
+                    "duplicates": c.duplicates,
+                    "calls": c.calls,
+                    "resumed": c.resumed,
+                    "prompt_tokens": c.prompt_tokens,
+                    "completion_tokens": c.completion_tokens,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def rejections_table(self) -> Any:
+        """Every rejection as a row (stage, key, reason, message)."""
+        import pandas as pd
+
+        return pd.DataFrame([asdict(r) for r in self.rejections], columns=["stage", "key", "reason", "message"])
+
+
+# --- the journal -----------------------------------------------------------------------------------
+
+
+class _Journal:
+    """One stage's append-only JSONL file: the latest record per key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        if not path.is_file():
+            return
+        raw = path.read_bytes()
+        if raw and not raw.endswith(b"\n"):
+            # A crash cut the last line; drop it so the next append starts on a fresh line.
+            cut = raw.rfind(b"\n") + 1
+            with path.open("r+b") as f:
+                f.truncate(cut)
+            raw = raw[:cut]
+        for line in raw.decode("utf-8", errors="replace").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a broken line is work to redo, not a reason to stop
+            if isinstance(rec, dict) and isinstance(rec.get("key"), str):
+                self.records[rec["key"]] = rec
+
+    def get(self, key: str, digest: str) -> dict[str, Any] | None:
+        """The record of ``key`` if it answered the same prompt."""
+        rec = self.records.get(key)
+        return rec if rec is not None and rec.get("digest") == digest else None
+
+    def append(self, rec: dict[str, Any]) -> None:
+        """Write one record and flush it at once."""
+        line = json.dumps(rec, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line)
+            self.records[rec["key"]] = rec
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(
+        json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    ).hexdigest()[:16]
+
+
+# --- one run ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Outcome:
+    """One model answer and what its parser made of it."""
+
+    key: str
+    value: Any = None
+    error: SynthesisParseError | BackendError | None = None
+    resumed: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class _Domain:
+    name: str
+    slug: str
+
+
+@dataclass
+class _Slot:
+    """A request slot that produced a usable request."""
+
+    domain: _Domain
+    number: int
+    dialogue_id: str
+    draft: RequestDraft
+
+
+class _Run:
+    """The state of one pipeline run: backend, journals, counts and rejections."""
+
+    def __init__(
+        self, config: SynthesisConfig, backend: Backend, eval_names: list[str], eval_requests: list[str]
+    ) -> None:
+        self.config = config
+        self.out = Path(config.out)
+        self.backend = backend
+        self.eval_names = eval_names
+        self.eval_requests = eval_requests
+        completion = backend.prompt_mode(False) == "completion"
+        # A completion model continues the prompt's opened fence: it writes the block's body,
+        # and a closing fence ends it.
+        self.completion = completion
+        self.stop = ["```"] if completion else None
+        self.workers = config.concurrency if backend.concurrent else 1
+        self.journals = {stage: _Journal(self.out / f"{stage}.jsonl") for stage in STAGES}
+        self.stages = {stage: StageCounts() for stage in STAGES}
+        self.rejections: list[SynthesisRejection] = []
+
+    # -- helpers --
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``fn`` over ``items`` in order, on the thread pool where the backend allows it."""
+        if self.workers == 1 or len(items) < 2:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            futures = [pool.submit(fn, x) for x in items]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+    def attempt(self, stage: str, key: str, prompt: Prompt, parse: Callable[[str], Any]) -> _Outcome:
+        """Get the answer for ``key`` (from the journal, or the model) and parse it.
+
+        Raises:
+            BackendError: the server cannot be reached at all (nothing else can succeed either).
+        """
+        lead = prompt.lead if self.completion else ""
+        digest = _digest(
+            {"messages": prompt.messages, "text": prompt.text, "lead": lead, "max_tokens": self.config.max_tokens}
+        )
+        journal = self.journals[stage]
+        rec = journal.get(key, digest)
+        if rec is not None:
+            outcome = _Outcome(
+                key,
+                resumed=True,
+                prompt_tokens=rec.get("prompt_tokens") or 0,
+                completion_tokens=rec.get("completion_tokens") or 0,
+            )
+            text = rec["text"]
+        else:
+            request = Request(prompt, _CONTEXT, max_tokens=self.config.max_tokens, stop=self.stop)
+            try:
+                completion = self.backend.complete(request)
+            except BackendError as exc:
+                if exc.connection:
+                    raise
+                # Not journaled: a failed request is retried by the next run.
+                return _Outcome(key, error=exc)
+            text = completion.text
+            outcome = _Outcome(
+                key, prompt_tokens=completion.prompt_tokens or 0, completion_tokens=completion.completion_tokens or 0
+            )
+        try:
+            outcome.value = parse(answer_text(text, lead))
+        except SynthesisParseError as exc:
+            outcome.error = exc
+        if rec is None:
+            journal.append(
+                {
+                    "key": key,
+                    "digest": digest,
+                    "stage": stage,
+                    "lead": lead,
+                    "text": text,
+                    "prompt_tokens": outcome.prompt_tokens,
+                    "completion_tokens": outcome.completion_tokens,
+                    "ok": outcome.error is None,
+                    "error": {"kind": outcome.error.kind, "message": str(outcome.error)}
+                    if isinstance(outcome.error, SynthesisParseError)
+                    else None,
+                }
+            )
+        return outcome
+
+    def tally(self, stage: str, outcome: _Outcome) -> bool:
+        """Count an answer in its stage; record its rejection. True when it was accepted."""
+        c = self.stages[stage]
+        c.attempted += 1
+        c.prompt_tokens += outcome.prompt_tokens
+        c.completion_tokens += outcome.completion_tokens
+        if outcome.resumed:
+            c.resumed += 1
+        else:
+            c.calls += 1
+        if outcome.error is None:
+            c.accepted += 1
+            return True
+        if isinstance(outcome.error, SynthesisParseError):
+            reason, message = outcome.error.kind, outcome.error.reason
+        else:
+            reason, message = "backend", str(outcome.error)
+        c.reasons[reason] += 1
+        self.rejections.append(SynthesisRejection(stage, outcome.key, reason, message))
+        return False
+
+    def ability(self, domain: _Domain, number: int) -> str:
+        start = random.Random(f"{self.config.seed}:{domain.slug}:abilities").randrange(len(ABILITY_CYCLE))
+        return ABILITY_CYCLE[(start + number - 1) % len(ABILITY_CYCLE)]
+
+    def references(self, domain: _Domain) -> list[ToolSchema]:
+        from apibank_lib.tools.registry import toolset_for_level
+
+        tools = toolset_for_level(1)
+        names = sorted(n for n in tools if n != SEARCHER)
+        picked = random.Random(f"{self.config.seed}:{domain.slug}:references").sample(names, 2)
+        return [tools.schema(n) for n in picked]
+
+    # -- stages --
+
+    def domains(self) -> list[_Domain]:
+        outcome = self.attempt("domains", "domains", domains_prompt(self.config.n_domains), parse_domains)
+        if not self.tally("domains", outcome):
+            return []
+        names = outcome.value[: self.config.n_domains]
+        self.stages["domains"].items = len(names)
+        return [_Domain(n, slugify(n)) for n in names]
+
+    def apis(self, domains: list[_Domain]) -> dict[_Domain, list[ToolSchema]]:
+        def one(domain: _Domain) -> _Outcome:
+            prompt = apis_prompt(domain.name, self.config.apis_per_domain, self.references(domain), self.eval_names)
+            return self.attempt(
+                "apis", f"apis/{domain.slug}", prompt, lambda t: parse_apis(t, evaluation_names=self.eval_names)
+            )
+
+        out: dict[_Domain, list[ToolSchema]] = {}
+        defined: dict[str, str] = {}
+        c = self.stages["apis"]
+        for domain, outcome in zip(domains, self.map(one, domains)):
+            if not self.tally("apis", outcome):
+                continue
+            kept = []
+            for schema in outcome.value[: self.config.apis_per_domain]:
+                if schema.name in defined:
+                    # API names are unique across the corpus; the first domain keeps it.
+                    c.duplicates += 1
+                    continue
+                defined[schema.name] = domain.slug
+                kept.append(schema)
+            c.items += len(kept)
+            if kept:
+                out[domain] = kept
+        return out
+
+    def requests(self, apis: dict[_Domain, list[ToolSchema]]) -> list[_Slot]:
+        def chain(domain: _Domain) -> list[tuple[int, _Outcome]]:
+            # Within a domain the slots run in turn: each prompt lists the requests already written.
+            schemas = {s.name: s for s in apis[domain]}
+            earlier: list[str] = []
+            done = []
+            for number in range(1, self.config.dialogues_per_domain + 1):
+                ability = self.ability(domain, number)
+                prompt = request_prompt(domain.name, apis[domain], ability, earlier)
+                outcome = self.attempt(
+                    "requests",
+                    f"requests/{domain.slug}/{number}",
+                    prompt,
+                    lambda t, a=ability: parse_request(t, schemas, ability=a),
+                )
+                if outcome.error is None and _norm(outcome.value.request) not in {_norm(e) for e in earlier}:
+                    earlier.append(outcome.value.request)
+                done.append((number, outcome))
+            return done
+
+        domains = list(apis)
+        slots: list[_Slot] = []
+        seen: set[str] = set()
+        c = self.stages["requests"]
+        for domain, done in zip(domains, self.map(chain, domains)):
+            per_ability: Counter[str] = Counter()
+            for number, outcome in done:
+                ability = self.ability(domain, number)
+                per_ability[ability] += 1
+                if not self.tally("requests", outcome):
+                    continue
+                text = _norm(outcome.value.request)
+                if text in seen:
+                    c.duplicates += 1
+                    continue
+                seen.add(text)
+                c.items += 1
+                slots.append(
+                    _Slot(domain, number, f"{domain.slug}-{_SHORT[ability]}-{per_ability[ability]}", outcome.value)
+                )
+        return slots
+
+    def dialogues(
+        self, slots: list[_Slot], apis: dict[_Domain, list[ToolSchema]]
+    ) -> list[tuple[_Slot, CorpusDialogue]]:
+        def one(slot: _Slot) -> _Outcome:
+            by_name = {s.name: s for s in apis[slot.domain]}
+            prompt = dialogue_prompt(slot.domain.name, [by_name[a] for a in slot.draft.apis], slot.draft)
+            path = str(self.out / "corpus" / f"{slot.domain.slug}.yaml")
+            return self.attempt(
+                "dialogues",
+                f"dialogues/{slot.domain.slug}/{slot.number}",
+                prompt,
+                lambda t: parse_dialogue_output(
+                    t,
+                    slot.draft,
+                    dialogue_id=slot.dialogue_id,
+                    domain=slot.domain.name,
+                    path=path,
+                    index=slot.number - 1,
+                ),
+            )
+
+        out = []
+        for slot, outcome in zip(slots, self.map(one, slots)):
+            if self.tally("dialogues", outcome):
+                self.stages["dialogues"].items += 1
+                out.append((slot, outcome.value))
+        return out
+
+    def tester(
+        self, drafted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]
+    ) -> list[tuple[_Slot, CorpusDialogue]]:
+        journal = self.journals["tester"]
+        c = self.stages["tester"]
+        accepted = []
+        for slot, d in drafted:
+            key = f"tester/{slot.domain.slug}/{slot.number}"
+            verdict = judge(d, {s.name: s for s in apis[slot.domain]})
+            digest = _digest(dialogue_mapping(d))
+            if journal.get(key, digest) is None:
+                reason, message = verdict if verdict is not None else (None, None)
+                journal.append(
+                    {
+                        "key": key,
+                        "digest": digest,
+                        "id": d.id,
+                        "ok": verdict is None,
+                        "reason": reason,
+                        "message": message,
+                    }
+                )
+            c.attempted += 1
+            if verdict is not None:
+                c.reasons[verdict[0]] += 1
+                self.rejections.append(SynthesisRejection("tester", key, *verdict))
+                continue
+            accepted.append((slot, d))
+        return accepted
+
+    def write(
+        self, accepted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]
+    ) -> tuple[list[Path], list[tuple[_Slot, CorpusDialogue]]]:
+        """Write the corpus files, judge them as a whole (duplicates) and rewrite them without what it rejects."""
+        folder = self.out / "corpus"
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = self._write_files(folder, accepted, apis)
+        report = check_corpus(paths, evaluation_names=self.eval_names, evaluation_requests=self.eval_requests)
+        # Ids are unique by construction (the domain's slug, the ability, a number), so they identify a rejection.
+        refused = {r.dialogue_id: r for r in report.rejected}
+        if refused or report.api_rejections:
+            c = self.stages["tester"]
+            kept = []
+            for slot, d in accepted:
+                r = refused.get(d.id)
+                if r is None:
+                    kept.append((slot, d))
+                    continue
+                c.reasons[r.reason] += 1
+                self.rejections.append(
+                    SynthesisRejection("tester", f"tester/{slot.domain.slug}/{slot.number}", r.reason, r.message)
+                )
+            for r in report.api_rejections:
+                # Cannot happen after the APIs stage's checks; kept visible rather than silent.
+                self.rejections.append(SynthesisRejection("tester", f"apis/{Path(r.where).stem}", r.reason, r.message))
+            accepted = kept
+            paths = self._write_files(folder, accepted, apis)
+        self.stages["tester"].accepted = self.stages["tester"].items = len(accepted)
+        return paths, accepted
+
+    def _write_files(
+        self, folder: Path, accepted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]
+    ) -> list[Path]:
+        by_domain: dict[_Domain, list[CorpusDialogue]] = {}
+        for slot, d in accepted:
+            by_domain.setdefault(slot.domain, []).append(d)
+        paths = []
+        for domain, dialogues in by_domain.items():
+            data = {
+                "domain": domain.name,
+                "apis": [schema_entry(s) for s in apis[domain]],
+                "dialogues": [dialogue_mapping(d) for d in dialogues],
+            }
+            path = folder / f"{domain.slug}.yaml"
+            text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=1000, allow_unicode=True)
+            path.write_text(text, encoding="utf-8")
+            paths.append(path)
+        # The folder is this run's output: files of domains it no longer produces would clash with it.
+        for stale in set(folder.glob("*.yaml")) - set(paths):
+            stale.unlink()
+        return paths
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _check_identity(out: Path, identity: dict[str, Any]) -> None:
+    path = out / "synthesis.json"
+    if path.is_file():
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not a synthesis identity file ({exc})") from exc
+        differ = sorted(k for k in set(before) | set(identity) if before.get(k) != identity.get(k))
+        if differ:
+            raise ConfigError(
+                f"{out} holds a synthesis made with other settings ({', '.join(differ)} differ); choose another --out"
+            )
+        return
+    path.write_text(json.dumps(identity, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+
+
+def run_pipeline(config: SynthesisConfig) -> SynthesisReport:
+    """Run the five stages into ``config.out`` and return the counts.
+
+    Work recorded in the folder's journals is reused, so calling this again after
+    an interruption (or with larger counts) only asks the model for what is missing.
+
+    Raises:
+        ConfigError: a backend that cannot write text (a reference baseline), or a
+            folder made with another backend identity.
+        BackendError: the model cannot be reached at all.
+    """
+    backend = (
+        config.backend
+        if isinstance(config.backend, Backend)
+        else load_backend(config.backend, **config.backend_options)
+    )
+    if backend.prompt_mode(False) == "reference":
+        raise ConfigError(
+            f"the {backend.kind} backend reads reference answers; synthesis needs a model that writes text"
+        )
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_identity(out, {"backend": backend.identity(), "max_tokens": config.max_tokens})
+    names, requests = (config.evaluation_names, config.evaluation_requests)
+    if names is None or requests is None:
+        bench_names, bench_requests = evaluation_texts()
+        names = bench_names if names is None else names
+        requests = bench_requests if requests is None else requests
+    run = _Run(config, backend, list(names), list(requests))
+    domains = run.domains()
+    apis = run.apis(domains)
+    slots = run.requests(apis)
+    drafted = run.dialogues(slots, apis)
+    accepted = run.tester(drafted, apis)
+    paths, accepted = run.write(accepted, apis)
+    report = SynthesisReport(out, run.stages, run.rejections, paths, [d for _, d in accepted])
+    (out / "report.json").write_text(json.dumps(report.counts(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report

@@ -1,0 +1,82 @@
+"""The training workflow end to end: data source -> examples -> the recipe, recorded so that it can be repeated.
+
+A run's data source is a small dict (``format``, ``paths``, ``examples``,
+``mix``, ``seed``) kept in the model folder's ``training.json`` beside the
+recipe's settings; :func:`retrain` rebuilds the same examples from it and trains
+again. ``apibank train`` is a thin shell over :func:`train_model`.
+
+This module sits above the synthesis tester (a corpus is judged before it is
+trained on), beside the workbench.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from apibank_lib.errors import ConfigError
+from apibank_lib.training.export import TrainingExample, examples_from_corpus, examples_from_toolalpaca, mix, parse_shares
+from apibank_lib.training.recipe import TrainConfig, TrainResult, train
+
+__all__ = ["DEFAULT_MIX", "build_examples", "train_model", "retrain"]
+
+DEFAULT_MIX = "L1/api=0.5,L2/api=0.2,L3/api=0.1,L1/response=0.1,L2/response=0.05,L3/response=0.05"
+"""The default draw: mostly API calls, most of them in the Call layout (what the paper's Call accuracy measures)."""
+
+
+def build_examples(data: dict[str, Any]) -> tuple[list[TrainingExample], str]:
+    """The training examples a data source describes, and a one-line note of what was read.
+
+    Args:
+        data: ``format`` (``corpus`` or ``toolalpaca``), ``paths``, ``examples``
+            (how many to draw; None for all), ``mix`` (group shares, as
+            :func:`~apibank_lib.training.export.parse_shares` reads them), ``seed``.
+    """
+    paths = [str(p) for p in data["paths"]]
+    if data.get("format", "corpus") == "toolalpaca":
+        from apibank_lib.formats.toolalpaca import convert, read_toolalpaca
+
+        pool = [e for path in paths for e in examples_from_toolalpaca(convert(read_toolalpaca(path)))]
+        note = f"{len(pool)} examples converted from ToolAlpaca format"
+    elif data.get("format", "corpus") == "corpus":
+        from apibank_lib.synthesis.tester import check_corpus
+
+        report = check_corpus(paths)
+        pool = examples_from_corpus(report)
+        note = f"{len(report.accepted)} dialogues accepted ({len(report.rejected)} rejected); {len(pool)} examples"
+    else:
+        raise ConfigError(f"unknown training data format {data.get('format')!r}; use corpus or toolalpaca")
+    if not pool:
+        raise ConfigError(f"no training example in {' '.join(paths)}")
+    chosen = mix(pool, data.get("examples") or len(pool), parse_shares(data.get("mix") or DEFAULT_MIX), seed=data.get("seed", 0))
+    return chosen, f"{note}, training on {len(chosen)}"
+
+
+def train_model(config: TrainConfig, *, progress: bool = True, note: Any = None) -> TrainResult:
+    """Build the examples ``config.data`` describes and fine-tune on them (resuming a checkpoint in ``config.out``)."""
+    examples, text = build_examples(config.data)
+    if note is not None:
+        note(text)
+    return train(config, examples, progress=progress)
+
+
+def retrain(folder: str | Path, *, progress: bool = True) -> TrainResult:
+    """Train a model folder again from scratch with the settings and data source its ``training.json`` records.
+
+    The folder is replaced; it takes as long as the original run did (``training.json`` says how long).
+    """
+    folder = Path(folder)
+    info = folder / "training.json"
+    if not info.is_file():
+        raise ConfigError(f"no training.json in {folder}: not a folder written by apibank train")
+    recorded = json.loads(info.read_text())["config"]
+    known = {f.name for f in fields(TrainConfig)}
+    settings = {k: (tuple(v) if k == "target_modules" else v) for k, v in recorded.items() if k in known}
+    settings["out"] = str(folder)
+    if not settings.get("data"):
+        raise ConfigError(f"{info} does not record its data source; train it again with apibank train")
+    shutil.rmtree(folder)
+    return train_model(TrainConfig(**settings), progress=progress)

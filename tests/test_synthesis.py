@@ -1,0 +1,1029 @@
+"""The synthesis agents' parsers, the pipeline over a scripted model, and the tester's rejection reasons case by case.
+
+The scripted model answers every stage from a small world we wrote (two domains,
+three APIs each, five requests and dialogues each), so the pipeline runs end to
+end without a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from apibank_lib.backends.base import Completion, Request
+from apibank_lib.backends.scripted import ScriptedBackend
+from apibank_lib.cli import main
+from apibank_lib.errors import ApibankError, BackendError, ConfigError, DataError
+from apibank_lib.formats.train_corpus import parse_dialogue
+from apibank_lib.synthesis import pipeline as pipeline_module
+from apibank_lib.synthesis.agents import (
+    LEAD,
+    LIST_LEAD,
+    RequestDraft,
+    SynthesisParseError,
+    apis_prompt,
+    dialogue_mapping,
+    dialogue_prompt,
+    domains_prompt,
+    extract_payload,
+    judge,
+    parse_apis,
+    parse_dialogue_output,
+    parse_domains,
+    parse_request,
+    request_prompt,
+)
+from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
+from apibank_lib.synthesis.tester import check_corpus, evaluation_texts
+from apibank_lib.tools.registry import toolset_for_level
+
+# --- the scripted world -----------------------------------------------------------------------------
+
+KAYAK_APIS = """- name: FindKayakLessons
+  description: "List the kayak lessons held on a lake on one day."
+  input_parameters:
+    lake: {type: str, description: "Name of the lake."}
+    day: {type: str, description: "Day of the lesson, %Y-%m-%d."}
+    level: {type: str, description: "Optional. beginner, intermediate or advanced.", required: false}
+  output_parameters:
+    lessons: {type: list, description: "Lessons, each with lesson_id, start and price."}
+- name: BookKayakLesson
+  description: "Reserve a place on a kayak lesson for a student."
+  input_parameters:
+    lesson_id: {type: str, description: "Identifier of the lesson."}
+    student: {type: str, description: "Full name of the student."}
+  output_parameters:
+    booking_ref: {type: str, description: "Reference of the booking."}
+    instructor: {type: str, description: "Who teaches the lesson."}
+- name: CancelKayakLesson
+  description: "Cancel a kayak lesson booking and refund it."
+  input_parameters:
+    booking_ref: {type: str, description: "Reference of the booking to cancel."}
+  output_parameters:
+    refund: {type: float, description: "Amount paid back, in euros."}
+"""
+
+BAKERY_APIS = """- name: ListCakeFlavours
+  description: "List the cake flavours the bakery makes in one size."
+  input_parameters:
+    size: {type: str, description: "small, medium or large."}
+  output_parameters:
+    flavours: {type: list, description: "Flavour names."}
+- name: OrderCustomCake
+  description: "Order a cake to be collected on a given day."
+  input_parameters:
+    flavour: {type: str, description: "One of the bakery's flavours."}
+    size: {type: str, description: "small, medium or large."}
+    pickup_day: {type: str, description: "Collection day, %Y-%m-%d."}
+    message: {type: str, description: "Optional. Text piped on top of the cake.", required: false}
+  output_parameters:
+    order_no: {type: str, description: "Number of the order."}
+    price: {type: float, description: "Price in euros."}
+- name: CakeOrderStatus
+  description: "Tell how far a cake order has got."
+  input_parameters:
+    order_no: {type: str, description: "Number of the order."}
+  output_parameters:
+    status: {type: str, description: "queued, baking or ready."}
+    ready_at: {type: str, description: "When it can be collected, %Y-%m-%d %H:%M:%S."}
+"""
+
+APIS = {"Kayak lessons": KAYAK_APIS, "Bakery orders": BAKERY_APIS}
+
+
+def _entry(ability: str, apis: list[str], request: str, dialogue: str) -> dict[str, Any]:
+    return {"ability": ability, "apis": apis, "request": request, "dialogue": dialogue}
+
+
+KAYAK = [
+    _entry(
+        "call",
+        ["FindKayakLessons"],
+        "Are there beginner kayak lessons on Lake Orta on 2023-08-05?",
+        """ability: call
+turns:
+  - user: "Are there beginner kayak lessons on Lake Orta on 2023-08-05?"
+  - api: FindKayakLessons(lake='Lake Orta', day='2023-08-05', level='beginner')
+    output: {lessons: [{lesson_id: "L-31", start: "09:30", price: 45.0}]}
+  - ai: "Yes: lesson L-31 starts at 09:30 and costs 45.0.\"""",
+    ),
+    _entry(
+        "call",
+        ["CancelKayakLesson"],
+        "Please cancel my kayak booking KB-4410.",
+        """ability: call
+turns:
+  - user: "Please cancel my kayak booking KB-4410."
+  - api: CancelKayakLesson(booking_ref='KB-4410')
+    output: {refund: 38.5}
+  - ai: "Booking KB-4410 is cancelled; you get 38.5 back.\"""",
+    ),
+    _entry(
+        "retrieve_call",
+        ["BookKayakLesson"],
+        "Book kayak lesson L-22 for Tom Reyes, please.",
+        """ability: retrieve_call
+turns:
+  - user: "Book kayak lesson L-22 for Tom Reyes, please."
+  - api: ToolSearcher(keywords='reserve a paddling class')
+  - api: BookKayakLesson(lesson_id='L-22', student='Tom Reyes')
+    output: {booking_ref: "KB-6021", instructor: "Nina Berg"}
+  - ai: "Tom Reyes is booked on L-22 with Nina Berg; the reference is KB-6021.\"""",
+    ),
+    _entry(
+        "retrieve_call",
+        ["CancelKayakLesson"],
+        "I want my money back: drop kayak booking KB-5120.",
+        """ability: retrieve_call
+turns:
+  - user: "I want my money back: drop kayak booking KB-5120."
+  - api: ToolSearcher(keywords='cancel a lesson booking')
+  - api: CancelKayakLesson(booking_ref='KB-5120')
+    output: {refund: 40.0}
+  - ai: "Cancelled KB-5120; 40.0 will be refunded.\"""",
+    ),
+    _entry(
+        "plan_retrieve_call",
+        ["FindKayakLessons", "BookKayakLesson"],
+        "Find an intermediate kayak lesson on Lake Garda on 2023-08-12 and book it for Lea Marti.",
+        """ability: plan_retrieve_call
+requirement: "Find an intermediate kayak lesson on Lake Garda on 2023-08-12 and book it for Lea Marti."
+steps:
+  - api: ToolSearcher(keywords='kayak lessons on a lake')
+  - api: FindKayakLessons(lake='Lake Garda', day='2023-08-12', level='intermediate')
+    output: {lessons: [{lesson_id: "L-57", start: "14:00", price: 52.0}]}
+  - api: ToolSearcher(keywords='reserve a paddling class')
+  - api: BookKayakLesson(lesson_id='L-57', student='Lea Marti')
+    output: {booking_ref: "KB-7788", instructor: "Ivo Sala"}
+response: "Lea Marti is booked on lesson L-57 at 14:00 on Lake Garda, reference KB-7788.\"""",
+    ),
+]
+
+BAKERY = [
+    _entry(
+        "call",
+        ["ListCakeFlavours"],
+        "Which flavours do you bake for a large cake?",
+        """ability: call
+turns:
+  - user: "Which flavours do you bake for a large cake?"
+  - api: ListCakeFlavours(size='large')
+    output: {flavours: ["chocolate", "lemon", "carrot"]}
+  - ai: "For a large cake we bake chocolate, lemon and carrot.\"""",
+    ),
+    _entry(
+        "call",
+        ["CakeOrderStatus"],
+        "Is my cake order CK-781 ready yet?",
+        """ability: call
+turns:
+  - user: "Is my cake order CK-781 ready yet?"
+  - api: CakeOrderStatus(order_no='CK-781')
+    output: {status: "baking", ready_at: "2023-09-01 16:00:00"}
+  - ai: "Order CK-781 is still baking; it will be ready at 16:00 on September 1.\"""",
+    ),
+    _entry(
+        "retrieve_call",
+        ["OrderCustomCake"],
+        "Order a medium lemon cake for pickup on 2023-09-02 that says Happy Birthday Mia.",
+        """ability: retrieve_call
+turns:
+  - user: "Order a medium lemon cake for pickup on 2023-09-02 that says Happy Birthday Mia."
+  - api: ToolSearcher(keywords='order a custom cake')
+  - api: OrderCustomCake(flavour='lemon', size='medium', pickup_day='2023-09-02', message='Happy Birthday Mia')
+    output: {order_no: "CK-815", price: 32.0}
+  - ai: "Your lemon cake is ordered: CK-815, 32.0 to pay at pickup.\"""",
+    ),
+    _entry(
+        "retrieve_call",
+        ["CakeOrderStatus"],
+        "Can you check on cake order CK-902 for me?",
+        """ability: retrieve_call
+turns:
+  - user: "Can you check on cake order CK-902 for me?"
+  - api: ToolSearcher(keywords='cake order progress')
+  - api: CakeOrderStatus(order_no='CK-902')
+    output: {status: "ready", ready_at: "2023-09-03 10:00:00"}
+  - ai: "CK-902 is ready since 10:00 on September 3.\"""",
+    ),
+    _entry(
+        "plan_retrieve_call",
+        ["ListCakeFlavours", "OrderCustomCake"],
+        "See which flavours come in small size and order a small chocolate cake for pickup on 2023-09-10.",
+        """ability: plan_retrieve_call
+requirement: "See which flavours come in small size and order a small chocolate cake for pickup on 2023-09-10."
+steps:
+  - api: ToolSearcher(keywords='cake flavours by size')
+  - api: ListCakeFlavours(size='small')
+    output: {flavours: ["chocolate", "vanilla"]}
+  - api: ToolSearcher(keywords='order a custom cake')
+  - api: OrderCustomCake(flavour='chocolate', size='small', pickup_day='2023-09-10')
+    output: {order_no: "CK-930", price: 18.0}
+response: "Small cakes come in chocolate and vanilla; your small chocolate cake is order CK-930 for 18.0.\"""",
+    ),
+]
+
+WORLD = {"Kayak lessons": KAYAK, "Bakery orders": BAKERY}
+SMALL = {"n_domains": 2, "apis_per_domain": 3, "dialogues_per_domain": 5}
+"""Settings under which the world answers every slot: 2 call, 2 retrieve_call and 1 plan per domain."""
+
+
+def _stage(request: Request) -> tuple[str, str]:
+    user = request.prompt.messages[-1]["content"]
+    stage = re.search(r"Synthesis stage: (\w+)\.", user)
+    assert stage is not None, user[:200]
+    return stage.group(1), user
+
+
+def _field(text: str, name: str) -> str:
+    m = re.search(rf"^{name}: (.+)$", text, re.MULTILINE)
+    assert m is not None, f"no {name} in the prompt"
+    return m.group(1).strip()
+
+
+def world_answer(request: Request, *, overrides: dict[tuple[str, ...], str] | None = None) -> str:
+    """The canned answer to any stage's prompt, written as a completion of the prompt's lead.
+
+    ``overrides`` replace answers: ``("apis", domain)``, ``("requests", domain, request)``
+    (the request that would have been answered) and ``("dialogues", domain, request)``.
+    """
+    overrides = overrides or {}
+    stage, user = _stage(request)
+    if stage == "domains":
+        return overrides.get(("domains",), "Kayak lessons\nBakery orders\n```\nThese two are a good start.")
+    domain = _field(user, "Domain")
+    if stage == "apis":
+        return overrides.get(("apis", domain), APIS[domain] + "```\n")
+    entries = WORLD[domain]
+    if stage == "requests":
+        ability = _field(user, "Ability to practise").split(",")[0]
+        options = [e for e in entries if e["ability"] == ability]
+        done = sum(e["request"] in user for e in options)
+        e = options[done]
+        default = (
+            yaml.safe_dump(
+                {"ability": e["ability"], "apis": e["apis"], "request": e["request"]}, sort_keys=False, width=1000
+            )
+            + "```"
+        )
+        return overrides.get(("requests", domain, e["request"]), default)
+    for e in entries:
+        if f"The user's request: {e['request']}" in user:
+            return overrides.get(("dialogues", domain, e["request"]), e["dialogue"] + "\n```\nDone.")
+    raise AssertionError(f"no canned dialogue for this prompt: {user[:300]}")
+
+
+class WorldBackend(ScriptedBackend):
+    """The scripted world, reporting token counts like a real server and recording what it was asked."""
+
+    def __init__(self, overrides: dict[tuple[str, ...], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(answer=lambda r: world_answer(r, overrides=overrides), **kwargs)
+        self.requests: list[Request] = []
+
+    def complete(self, request: Request) -> Completion:
+        out = super().complete(request)
+        self.requests.append(request)
+        out.prompt_tokens = len(request.prompt.text.split())
+        out.completion_tokens = len(out.text.split())
+        return out
+
+
+class ChatWorldBackend(WorldBackend):
+    """The same world from a chat model: whole fenced answers with chatter around them."""
+
+    def prompt_mode(self, native_tools: bool) -> str:
+        return "chat"
+
+    def complete(self, request: Request) -> Completion:
+        out = super().complete(request)
+        body = out.text.split("```")[0].rstrip()
+        fence = "```text" if request.prompt.lead == LIST_LEAD else "```yaml"
+        out.text = f"Sure, here it is.\n{fence}\n{body}\n```\nLet me know if you need more."
+        return out
+
+
+@pytest.fixture(scope="module")
+def evaluation() -> tuple[list[str], list[str]]:
+    """The bundled benchmark's API names and requests (what a corpus must stay apart from)."""
+    return evaluation_texts()
+
+
+def _config(tmp: Path, backend: Any, evaluation: tuple[list[str], list[str]], **kw: Any) -> SynthesisConfig:
+    settings = {**SMALL, **kw}
+    return SynthesisConfig(backend, tmp, evaluation_names=evaluation[0], evaluation_requests=evaluation[1], **settings)
+
+
+def _corpus_texts(out: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted((out / "corpus").glob("*.yaml"))}
+
+
+def _journal(out: Path, stage: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / f"{stage}.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _row(report: Any, stage: str) -> dict[str, Any]:
+    table = report.table()
+    return table[table["stage"] == stage].iloc[0].to_dict()
+
+
+# --- the pipeline end to end ------------------------------------------------------------------------
+
+
+def test_pipeline_writes_a_corpus_that_the_tester_accepts(tmp_path: Path) -> None:
+    backend = WorldBackend()
+    # Default evaluation texts: the corpus is judged against the bundled benchmark, as check-train does.
+    report = run_pipeline(SynthesisConfig(backend, tmp_path, **SMALL))
+    assert [p.name for p in report.corpus_files] == ["kayak_lessons.yaml", "bakery_orders.yaml"]
+    check = check_corpus(tmp_path / "corpus")
+    assert check.rejected == [] and check.api_rejections == []
+    assert len(check.accepted) == len(report.accepted) == 10
+    assert check.counts()["accepted_by_ability"] == {"call": 4, "retrieve_call": 4, "plan_retrieve_call": 2}
+    ids = sorted(d.id for d in check.accepted)
+    assert "kayak_lessons-plan-1" in ids and "bakery_orders-retrieve-2" in ids
+    assert set(check.schemas) == {
+        "FindKayakLessons",
+        "BookKayakLesson",
+        "CancelKayakLesson",
+        "ListCakeFlavours",
+        "OrderCustomCake",
+        "CakeOrderStatus",
+    }
+    # The optional input survives the round trip.
+    assert check.schemas["OrderCustomCake"].input_parameters["message"].required is False
+    assert main(["check-train", str(tmp_path / "corpus"), "--json"]) == 0
+
+    table = report.table()
+    assert list(table["stage"]) == ["domains", "apis", "requests", "dialogues", "tester"]
+    assert list(table["attempted"]) == [1, 2, 10, 10, 10]
+    assert list(table["accepted"]) == [1, 2, 10, 10, 10]
+    assert list(table["rejected"]) == [0, 0, 0, 0, 0]
+    assert list(table["items"]) == [2, 6, 10, 10, 10]
+    assert list(table["calls"]) == [1, 2, 10, 10, 0]
+    assert table["prompt_tokens"].sum() == sum(len(r.prompt.text.split()) for r in backend.requests)
+    assert table["completion_tokens"].iloc[:4].gt(0).all()
+    counts = report.counts()
+    assert counts["dialogues_accepted"] == 10 and counts["stages"]["tester"]["rejected_by_reason"] == {}
+    assert json.loads((tmp_path / "report.json").read_text())["stages"]["requests"]["items"] == 10
+
+
+def test_each_stage_is_conditioned_on_the_earlier_ones(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    backend = WorldBackend()
+    run_pipeline(_config(tmp_path, backend, evaluation))
+    asked: dict[str, list[str]] = {}
+    for r in backend.requests:
+        stage, user = _stage(r)
+        asked.setdefault(stage, []).append(user)
+        assert r.prompt.text.endswith(r.prompt.lead) and r.prompt.lead in (LEAD, LIST_LEAD)
+        assert [m["role"] for m in r.prompt.messages] == ["system", "user"]
+        assert r.stop == ["```"]  # a completion model continues the opened fence until it closes it
+    assert "Domain: Kayak lessons" in asked["apis"][0] or "Domain: Kayak lessons" in asked["apis"][1]
+    kayak_requests = [u for u in asked["requests"] if "Domain: Kayak lessons" in u]
+    assert all("CancelKayakLesson" in u for u in kayak_requests)  # the domain's APIs are shown
+    assert (
+        sum("Requests already written" in u for u in kayak_requests) == 4
+    )  # every slot after the first lists the earlier ones
+    plan = next(u for u in asked["dialogues"] if "Find an intermediate kayak lesson" in u)
+    assert "FindKayakLessons" in plan and "BookKayakLesson" in plan and "CancelKayakLesson" not in plan
+    assert "Ability: plan_retrieve_call" in plan
+
+
+def test_a_chat_model_with_fences_and_chatter_gives_the_same_corpus(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    run_pipeline(_config(tmp_path / "completion", WorldBackend(), evaluation))
+    chat = ChatWorldBackend()
+    report = run_pipeline(_config(tmp_path / "chat", chat, evaluation))
+    assert report.table()["rejected"].sum() == 0
+    assert all(r.stop is None for r in chat.requests)
+    assert _corpus_texts(tmp_path / "chat") == _corpus_texts(tmp_path / "completion")
+
+
+def test_a_rerun_makes_no_backend_call_for_finished_work(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    first = run_pipeline(_config(tmp_path, WorldBackend(), evaluation))
+    written = _corpus_texts(tmp_path)
+    again = WorldBackend()
+    second = run_pipeline(_config(tmp_path, again, evaluation))
+    assert again.calls == 0
+    assert _corpus_texts(tmp_path) == written
+    assert list(second.table()["resumed"]) == [1, 2, 10, 10, 0]
+    assert second.counts()["stages"]["tester"] == first.counts()["stages"]["tester"]
+    # Tokens count the cost of the answers used, whether asked now or read back.
+    assert list(second.table()["prompt_tokens"]) == list(first.table()["prompt_tokens"])
+    assert len(_journal(tmp_path, "dialogues")) == 10  # nothing appended twice
+
+
+def test_failed_requests_are_retried_by_the_next_run_and_only_they(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    def bakery_dialogue(r: Request) -> bool:
+        stage, user = _stage(r)
+        return stage == "dialogues" and "Domain: Bakery orders" in user
+
+    report = run_pipeline(_config(tmp_path, WorldBackend(fail_on=bakery_dialogue), evaluation))
+    assert _row(report, "dialogues")["rejected_by_reason"] == "backend: 5"
+    assert [p.name for p in report.corpus_files] == ["kayak_lessons.yaml"]
+    again = WorldBackend()
+    report = run_pipeline(_config(tmp_path, again, evaluation))
+    assert again.calls == 5 and len(report.accepted) == 10
+
+
+def test_an_unreachable_server_stops_the_run_and_keeps_what_was_done(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    def dialogue(r: Request) -> bool:
+        return _stage(r)[0] == "dialogues"
+
+    with pytest.raises(BackendError):
+        run_pipeline(_config(tmp_path, WorldBackend(fail_on=dialogue, connection_failure=True), evaluation))
+    assert len(_journal(tmp_path, "requests")) == 10
+    again = WorldBackend()
+    report = run_pipeline(_config(tmp_path, again, evaluation))
+    assert again.calls == 10 and len(report.accepted) == 10
+
+
+def test_a_journal_line_cut_by_a_crash_is_asked_again(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    run_pipeline(_config(tmp_path, WorldBackend(), evaluation))
+    path = tmp_path / "dialogues.jsonl"
+    raw = path.read_bytes()
+    path.write_bytes(raw[: raw.rfind(b"\n", 0, len(raw) - 1) + 1 + 30])  # the last record, cut mid-line
+    again = WorldBackend()
+    report = run_pipeline(_config(tmp_path, again, evaluation))
+    assert again.calls == 1 and len(report.accepted) == 10
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_repeated_api_names_and_requests_are_dropped(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    cancel = KAYAK_APIS[KAYAK_APIS.index("- name: CancelKayakLesson") :]
+    first_call = KAYAK[0]
+    repeat = yaml.safe_dump(
+        {"ability": "call", "apis": first_call["apis"], "request": first_call["request"]}, sort_keys=False
+    )
+    overrides = {
+        ("apis", "Bakery orders"): BAKERY_APIS + cancel,
+        # The second call slot of the kayak domain repeats the first request word for word (but in other case).
+        ("requests", "Kayak lessons", KAYAK[1]["request"]): repeat.replace("Are there", "ARE THERE"),
+    }
+    report = run_pipeline(_config(tmp_path, WorldBackend(overrides), evaluation, apis_per_domain=4))
+    apis, requests = _row(report, "apis"), _row(report, "requests")
+    assert (apis["items"], apis["duplicates"]) == (6, 1)
+    assert (requests["accepted"], requests["items"], requests["duplicates"]) == (10, 9, 1)
+    assert len(report.accepted) == 9
+    check = check_corpus(tmp_path / "corpus", evaluation_names=evaluation[0], evaluation_requests=evaluation[1])
+    assert check.rejected == [] and check.api_rejections == []
+
+
+def test_a_tester_rejection_is_reported_with_its_reason(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    ungrounded = KAYAK[0]["dialogue"].replace(
+        "Yes: lesson L-31 starts at 09:30 and costs 45.0.", "I found something for you."
+    )
+    overrides = {("dialogues", "Kayak lessons", KAYAK[0]["request"]): ungrounded}
+    report = run_pipeline(_config(tmp_path, WorldBackend(overrides), evaluation))
+    row = _row(report, "tester")
+    assert (row["attempted"], row["accepted"], row["rejected"]) == (10, 9, 1)
+    assert row["rejected_by_reason"] == "grounding: 1"
+    rejected = report.rejections_table()
+    assert list(rejected["reason"]) == ["grounding"] and list(rejected["stage"]) == ["tester"]
+    assert "repeats none of their values" in rejected["message"].iloc[0]
+    assert [r["ok"] for r in _journal(tmp_path, "tester")].count(False) == 1
+    assert "kayak_lessons-call-1" not in {d.id for d in report.accepted}
+
+
+def test_a_duplicate_opening_is_rejected_when_the_corpus_is_judged_whole(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    # A dialogue that opens with another dialogue's words passes alone; the whole-corpus check catches it.
+    copy = BAKERY[3]["dialogue"].replace(
+        "Can you check on cake order CK-902 for me?", "Is my cake order CK-781 ready yet?"
+    )
+    overrides = {("dialogues", "Bakery orders", BAKERY[3]["request"]): copy}
+    report = run_pipeline(_config(tmp_path, WorldBackend(overrides), evaluation))
+    assert _row(report, "tester")["rejected_by_reason"] == "duplicate: 1"
+    assert len(report.accepted) == 9
+    check = check_corpus(tmp_path / "corpus", evaluation_names=evaluation[0], evaluation_requests=evaluation[1])
+    assert check.rejected == [] and len(check.accepted) == 9
+
+
+def test_a_malformed_answer_is_recorded_and_loses_nothing_else(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    overrides = {
+        ("dialogues", "Bakery orders", BAKERY[2]["request"]): "turns: [ {user: 'unclosed'\n```",
+        (
+            "requests",
+            "Kayak lessons",
+            KAYAK[4]["request"],
+        ): "ability: plan_retrieve_call\napis: [FindKayakLessons]\nrequest: 'Find and book.'\n```",
+    }
+    report = run_pipeline(_config(tmp_path, WorldBackend(overrides), evaluation))
+    assert _row(report, "dialogues")["rejected_by_reason"] == "yaml: 1"
+    assert _row(report, "requests")["rejected_by_reason"] == "value: 1"
+    assert len(report.accepted) == 8
+    bad = [r for r in _journal(tmp_path, "dialogues") if not r["ok"]]
+    assert len(bad) == 1 and bad[0]["key"].startswith("dialogues/bakery_orders/")
+    assert bad[0]["error"]["kind"] == "yaml" and "dialogues stage" in bad[0]["error"]["message"]
+    keys = {r.key for r in report.rejections}
+    assert any(k.startswith("requests/kayak_lessons/") for k in keys)
+    assert {r.reason for r in report.rejections} == {"yaml", "value"}
+
+
+def test_concurrency_gives_the_same_output_as_serial(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    serial = run_pipeline(_config(tmp_path / "serial", WorldBackend(), evaluation))
+    parallel = run_pipeline(_config(tmp_path / "parallel", WorldBackend(delay_s=0.005), evaluation, concurrency=4))
+    assert _corpus_texts(tmp_path / "parallel") == _corpus_texts(tmp_path / "serial")
+    assert parallel.table().equals(serial.table())
+
+
+def test_the_same_seed_gives_the_same_corpus(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    a = run_pipeline(_config(tmp_path / "a", WorldBackend(), evaluation, seed=3))
+    b = run_pipeline(_config(tmp_path / "b", WorldBackend(), evaluation, seed=3))
+    assert _corpus_texts(tmp_path / "a") == _corpus_texts(tmp_path / "b")
+    assert a.counts()["stages"] == b.counts()["stages"]
+
+
+def test_a_folder_made_with_other_settings_is_refused(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    run_pipeline(_config(tmp_path, WorldBackend(), evaluation))
+    with pytest.raises(ConfigError, match="max_tokens"):
+        run_pipeline(_config(tmp_path, WorldBackend(), evaluation, max_tokens=64))
+
+
+@pytest.mark.parametrize(
+    "setting", ["n_domains", "apis_per_domain", "dialogues_per_domain", "concurrency", "max_tokens"]
+)
+def test_settings_must_be_positive(tmp_path: Path, setting: str) -> None:
+    with pytest.raises(ConfigError, match=setting):
+        SynthesisConfig(WorldBackend(), tmp_path, **{setting: 0})
+
+
+def test_a_reference_backend_cannot_synthesize(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="reference"):
+        run_pipeline(SynthesisConfig("oracle", tmp_path))
+
+
+def test_the_synthesize_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built: list[str] = []
+
+    def fake_load(spec: str, **options: Any) -> WorldBackend:
+        built.append(spec)
+        return WorldBackend()
+
+    monkeypatch.setattr(pipeline_module, "load_backend", fake_load)
+    argv = ["synthesize", "--model", "openai:m@http://127.0.0.1:9/v1", "--out", str(tmp_path), "--domains", "2"]
+    argv += ["--apis-per-domain", "3", "--dialogues-per-domain", "5", "--concurrency", "2", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert built == ["openai:m@http://127.0.0.1:9/v1"]
+    assert out["dialogues_accepted"] == 10 and out["stages"]["apis"]["items"] == 6
+    assert (
+        main(
+            [
+                "synthesize",
+                "--model",
+                "openai:m@http://127.0.0.1:9/v1",
+                "--out",
+                str(tmp_path),
+                "--domains",
+                "2",
+                "--apis-per-domain",
+                "3",
+                "--dialogues-per-domain",
+                "5",
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "tester" in text and "10 dialogues accepted" in text
+
+
+def test_the_synthesize_command_reports_a_bad_model_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["synthesize", "--model", "nosuch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown backend" in err
+
+
+# --- the parsers, case by case ------------------------------------------------------------------------
+
+
+def _parse_error(fn: Callable[[], Any], kind: str, words: str) -> SynthesisParseError:
+    with pytest.raises(SynthesisParseError) as info:
+        fn()
+    assert info.value.kind == kind, info.value
+    assert words in str(info.value), str(info.value)
+    return info.value
+
+
+def test_a_parse_error_belongs_to_the_error_hierarchy() -> None:
+    err = _parse_error(lambda: parse_domains(""), "empty", "nothing to read")
+    assert isinstance(err, DataError) and isinstance(err, ApibankError)
+    assert err.stage == "domains" and str(err).startswith("domains stage: empty:")
+
+
+def test_payload_extraction() -> None:
+    assert extract_payload("a: 1", "apis") == "a: 1"
+    assert extract_payload("Here:\n```yaml\na: 1\n```\nBye", "apis") == "a: 1"
+    assert extract_payload("```yaml\n  - a\n  - b\n", "apis") == "- a\n- b"  # cut off: runs to the end
+    assert extract_payload("```\nx\n```\n```\ny\n```", "apis") == "x"  # the first block only
+    _parse_error(lambda: extract_payload("```yaml\n```", "apis"), "empty", "nothing to read")
+
+
+def test_parse_domains_strips_numbering_and_repeats() -> None:
+    text = "```text\n1. Kayak lessons\n2) Bakery orders\n- Tide tables\n* kayak-lessons\n\n3. Seed swaps & libraries\n```\nThat is all."
+    assert parse_domains(text) == ["Kayak lessons", "Bakery orders", "Tide tables", "Seed swaps & libraries"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "words"),
+    [
+        ("```text\n```", "empty", "nothing to read"),
+        ("Sure! Here are some domains:\nKayak lessons", "value", "line 1"),
+        ("Kayak lessons\nA domain where people book lessons to learn kayaking on lakes", "value", "line 2"),
+        ("Kayak lessons: booking", "value", "line 1"),
+        ("1.\n-\n", "empty", "no domain name"),
+    ],
+)
+def test_parse_domains_errors(text: str, kind: str, words: str) -> None:
+    _parse_error(lambda: parse_domains(text), kind, words)
+
+
+def test_parse_apis_reads_the_corpus_shape(evaluation: tuple[list[str], list[str]]) -> None:
+    schemas = parse_apis(LEAD + KAYAK_APIS + "```\nMore?", evaluation_names=evaluation[0])
+    assert [s.name for s in schemas] == ["FindKayakLessons", "BookKayakLesson", "CancelKayakLesson"]
+    assert schemas[0].input_parameters["level"].required is False
+    assert [s.name for s in parse_apis("apis:\n" + KAYAK_APIS)] == [s.name for s in schemas]
+
+
+def _one_api(**changes: Any) -> str:
+    api: dict[str, Any] = {
+        "name": "FindKayakLessons",
+        "description": "List lessons.",
+        "input_parameters": {"lake": {"type": "str", "description": "The lake."}},
+        "output_parameters": {"lessons": {"type": "list", "description": "Lessons."}},
+    }
+    for key, value in changes.items():
+        if value is None:
+            del api[key]
+        else:
+            api[key] = value
+    return yaml.safe_dump([api], sort_keys=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "words"),
+    [
+        ("- name: [unclosed", "yaml", "not valid YAML"),
+        ("name: FindKayakLessons\ndescription: x", "shape", "expected a YAML list"),
+        ("- just a string", "shape", "API #1 is not a mapping"),
+        (_one_api(endpoint="/lessons"), "shape", "unknown keys ['endpoint']"),
+        (_one_api(description=None), "shape", "needs a name and a description"),
+        (_one_api(input_parameters={"lake": {"type": "str"}}), "shape", "needs a type and a description"),
+        (
+            _one_api(input_parameters={"lake": {"type": "str", "description": "x", "default": "Orta"}}),
+            "shape",
+            "unknown keys ['default']",
+        ),
+        (
+            _one_api(input_parameters={"pickup city": {"type": "str", "description": "x"}}),
+            "value",
+            "cannot be written in a call",
+        ),
+        (_one_api(output_parameters={}), "value", "declares no output parameter"),
+        (_one_api() + _one_api(), "value", "defined twice"),
+        (_one_api(name="AddAlarms"), "schema", "copies the evaluation API 'AddAlarm'"),
+        (_one_api(name="find_lessons"), "schema", "is not CamelCase"),
+        (_one_api(name="ToolSearcher"), "schema", "cannot be redefined"),
+        (_one_api(input_parameters={"lake": {"type": "string", "description": "x"}}), "schema", "has type 'string'"),
+    ],
+)
+def test_parse_apis_errors(text: str, kind: str, words: str, evaluation: tuple[list[str], list[str]]) -> None:
+    _parse_error(lambda: parse_apis(text, evaluation_names=evaluation[0]), kind, words)
+
+
+@pytest.fixture(scope="module")
+def kayak_schemas() -> dict[str, Any]:
+    return {s.name: s for s in parse_apis(KAYAK_APIS)}
+
+
+def test_parse_request(kayak_schemas: dict[str, Any]) -> None:
+    text = (
+        LEAD
+        + 'ability: plan_retrieve_call\napis: [FindKayakLessons, BookKayakLesson]\nrequest: "Find a lesson and\n  book it."\n```\nok'
+    )
+    draft = parse_request(text, kayak_schemas, ability="plan_retrieve_call")
+    assert draft == RequestDraft(
+        "plan_retrieve_call", ("FindKayakLessons", "BookKayakLesson"), "Find a lesson and book it."
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "words"),
+    [
+        ("ability: call\napis: [FindKayakLessons]", "shape", "missing ['request']"),
+        ("ability: call\napis: [FindKayakLessons]\nrequest: x\nmood: happy", "shape", "unknown keys ['mood']"),
+        ("- ability: call", "shape", "expected a YAML mapping"),
+        ("ability: chat\napis: [FindKayakLessons]\nrequest: x", "value", "ability must be one of"),
+        ("ability: retrieve_call\napis: [FindKayakLessons]\nrequest: x", "value", "a call request was asked for"),
+        ("ability: call\napis: FindKayakLessons\nrequest: x", "shape", "apis must be a list"),
+        ("ability: call\napis: [RentKayak]\nrequest: x", "value", "unknown API RentKayak"),
+        ("ability: call\napis: [ToolSearcher, FindKayakLessons]\nrequest: x", "value", "list only the domain's APIs"),
+        ("ability: call\napis: [FindKayakLessons, FindKayakLessons]\nrequest: x", "value", "listed twice"),
+        ("ability: call\napis: []\nrequest: x", "value", "uses 1 to 4 APIs, not 0"),
+        ("ability: call\napis: [FindKayakLessons]\nrequest: '  '", "value", "the request is empty"),
+    ],
+)
+def test_parse_request_errors(text: str, kind: str, words: str, kayak_schemas: dict[str, Any]) -> None:
+    _parse_error(lambda: parse_request(text, kayak_schemas, ability="call"), kind, words)
+
+
+def test_a_plan_request_needs_two_or_three_apis(kayak_schemas: dict[str, Any]) -> None:
+    text = "ability: plan_retrieve_call\napis: [FindKayakLessons]\nrequest: Find one."
+    _parse_error(lambda: parse_request(text, kayak_schemas), "value", "uses 2 to 3 APIs, not 1")
+
+
+def _draft(entry: dict[str, Any]) -> RequestDraft:
+    return RequestDraft(entry["ability"], tuple(entry["apis"]), entry["request"])
+
+
+def test_parse_dialogue_output(kayak_schemas: dict[str, Any]) -> None:
+    entry = KAYAK[4]
+    d = parse_dialogue_output(
+        LEAD + entry["dialogue"] + "\n```",
+        _draft(entry),
+        dialogue_id="kayak-plan-1",
+        domain="Kayak lessons",
+        path="k.yaml",
+    )
+    assert d.id == "kayak-plan-1" and d.ability == "plan_retrieve_call" and d.requirement == entry["request"]
+    assert [t.call.name for t in d.api_turns if t.call] == [
+        "ToolSearcher",
+        "FindKayakLessons",
+        "ToolSearcher",
+        "BookKayakLesson",
+    ]
+    assert judge(d, kayak_schemas) is None
+    # The model's own id is replaced by the pipeline's.
+    d = parse_dialogue_output(
+        "id: mine\n" + KAYAK[0]["dialogue"], _draft(KAYAK[0]), dialogue_id="ours", domain="K", path="k.yaml"
+    )
+    assert d.id == "ours"
+    # What is written back reads the same.
+    again = parse_dialogue(dialogue_mapping(d), 0, "K", "k.yaml")
+    assert dialogue_mapping(again) == dialogue_mapping(d)
+
+
+@pytest.mark.parametrize(
+    ("entry", "text", "kind", "words"),
+    [
+        (KAYAK[0], "- user: hi", "shape", "expected one YAML mapping"),
+        (KAYAK[0], "ability: call\nturns: [{user: 'hi'}\n", "yaml", "not valid YAML"),
+        (KAYAK[0], KAYAK[2]["dialogue"], "value", "must be the request's call, not 'retrieve_call'"),
+        (KAYAK[0], "turns:\n  - user: hi", "value", "must be the request's call, not None"),
+        (KAYAK[0], KAYAK[0]["dialogue"] + "\nrequirement: x", "shape", "unknown keys ['requirement']"),
+        (KAYAK[0], "ability: call\nturns: []", "shape", "needs a turns list"),
+        (
+            KAYAK[4],
+            "ability: plan_retrieve_call\nrequirement: x\nsteps: []\nresponse: y",
+            "shape",
+            "needs requirement, steps and response",
+        ),
+        (
+            KAYAK[4],
+            KAYAK[4]["dialogue"].split("  - api: ToolSearcher(keywords='reserve")[0] + 'response: "L-57"',
+            "value",
+            "BookKayakLesson is never called",
+        ),
+    ],
+)
+def test_parse_dialogue_output_errors(entry: dict[str, Any], text: str, kind: str, words: str) -> None:
+    _parse_error(
+        lambda: parse_dialogue_output(text, _draft(entry), dialogue_id="x-1", domain="K", path="k.yaml"), kind, words
+    )
+
+
+def test_a_broken_turn_is_left_to_the_tester(kayak_schemas: dict[str, Any]) -> None:
+    text = KAYAK[0]["dialogue"].replace("level='beginner')", "level='beginner'")
+    d = parse_dialogue_output(text, _draft(KAYAK[0]), dialogue_id="x-1", domain="K", path="k.yaml")
+    verdict = judge(d, kayak_schemas)
+    assert verdict is not None and verdict[0] == "format" and "does not parse" in verdict[1]
+
+
+def test_prompts_are_chat_messages_and_completion_text_with_a_lead(kayak_schemas: dict[str, Any]) -> None:
+    tools = toolset_for_level(1)
+    refs = [tools.schema("AddAlarm"), tools.schema("QueryStock")]
+    schemas = list(kayak_schemas.values())
+    prompts = [
+        domains_prompt(7),
+        apis_prompt("Kayak lessons", 6, refs, ["AddAlarm", "QueryStock"]),
+        request_prompt("Kayak lessons", schemas, "retrieve_call", ["Book L-1 for me."]),
+        dialogue_prompt("Kayak lessons", schemas[:2], _draft(KAYAK[4])),
+    ]
+    for p, stage in zip(prompts, ["domains", "apis", "requests", "dialogues"]):
+        assert [m["role"] for m in p.messages] == ["system", "user"]
+        assert p.text.endswith(p.lead) and p.messages[1]["content"] in p.text
+        assert f"Synthesis stage: {stage}." in p.messages[1]["content"]
+    assert "Name 7 different" in prompts[0].text and prompts[0].lead == LIST_LEAD
+    assert "name: AddAlarm" in prompts[1].text and "Invent 6 APIs" in prompts[1].text
+    assert "- Book L-1 for me." in prompts[2].text and "name: CancelKayakLesson" in prompts[2].text
+    assert "requirement:" in prompts[3].text and KAYAK[4]["request"] in prompts[3].text
+
+
+# --- the tester's rejection reasons, case by case --------------------------------------------------------
+
+TESTER_APIS = (
+    """domain: Kayak lessons
+apis:
+"""
+    + "\n".join("  " + line for line in KAYAK_APIS.splitlines())
+    + "\n"
+)
+
+GOOD_CALL = """  - id: k-call-1
+    ability: call
+    turns:
+      - user: "Is there a lesson on Lake Orta on 2023-08-05?"
+      - api: FindKayakLessons(lake='Lake Orta', day='2023-08-05')
+        output: {lessons: [{lesson_id: "L-31", start: "09:30"}]}
+      - ai: "Lesson L-31 starts at 09:30."
+"""
+
+
+def _judge_one(
+    tmp_path: Path,
+    dialogues: str,
+    evaluation: tuple[list[str], list[str]],
+    apis: str = TESTER_APIS,
+    requests: list[str] | None = None,
+) -> Any:
+    path = tmp_path / "case.yaml"
+    path.write_text(apis + "dialogues:\n" + dialogues, encoding="utf-8")
+    return check_corpus(
+        path, evaluation_names=evaluation[0], evaluation_requests=evaluation[1] if requests is None else requests
+    )
+
+
+def test_the_tester_accepts_the_good_case(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    report = _judge_one(tmp_path, GOOD_CALL, evaluation)
+    assert [d.id for d in report.accepted] == ["k-call-1"] and report.rejected == []
+
+
+def _variant(old: str, new: str, base: str = GOOD_CALL) -> str:
+    assert old in base, old
+    return base.replace(old, new)
+
+
+RETRIEVE = """  - id: k-retrieve-1
+    ability: retrieve_call
+    turns:
+      - user: "Book lesson L-22 for Tom Reyes."
+      - api: ToolSearcher(keywords='reserve a paddling class')
+      - api: BookKayakLesson(lesson_id='L-22', student='Tom Reyes')
+        output: {booking_ref: "KB-6021", instructor: "Nina Berg"}
+      - ai: "Booked, reference KB-6021."
+"""
+
+PLAN = """  - id: k-plan-1
+    ability: plan_retrieve_call
+    requirement: "Find a lesson on Lake Garda on 2023-08-12 and book it for Lea Marti."
+    steps:
+      - api: ToolSearcher(keywords='kayak lessons on a lake')
+      - api: FindKayakLessons(lake='Lake Garda', day='2023-08-12')
+        output: {lessons: [{lesson_id: "L-57", start: "14:00"}]}
+      - api: ToolSearcher(keywords='reserve a paddling class')
+      - api: BookKayakLesson(lesson_id='L-57', student='Lea Marti')
+        output: {booking_ref: "KB-7788", instructor: "Ivo Sala"}
+    response: "Lea Marti is booked on L-57, reference KB-7788."
+"""
+
+TESTER_CASES = [
+    # format
+    ("format", "the first turn must be the user's", _variant('- user: "Is there', '- ai: "Is there')),
+    ("format", "does not parse", _variant("day='2023-08-05')", "day='2023-08-05'")),
+    ("format", "ends on an API call", GOOD_CALL.split("      - ai:")[0]),
+    ("format", "write exactly one of user:, ai:, or api:", _variant('- ai: "Lesson', '- assistant: "Lesson')),
+    ("format", "missing id", _variant("  - id: k-call-1\n    ability", "  - ability")),
+    ("format", "ability must be one of", _variant("ability: call", "ability: chat")),
+    ("format", "holds a single quote", _variant("lake='Lake Orta'", 'lake="Lake O\'Orta"')),
+    # api
+    (
+        "api",
+        "RentKayak is not defined",
+        _variant("FindKayakLessons(lake='Lake Orta', day='2023-08-05')", "RentKayak(lake='Lake Orta')"),
+    ),
+    # parameters
+    ("parameters", "has no parameter boat", _variant("day='2023-08-05')", "day='2023-08-05', boat='x')")),
+    ("parameters", "misses the required day", _variant(", day='2023-08-05')", ")")),
+    (
+        "parameters",
+        "ToolSearcher takes exactly one non-empty keywords",
+        _variant("keywords='reserve a paddling class'", "keywords=''", RETRIEVE),
+    ),
+    # result
+    ("result", "has no output", _variant('        output: {lessons: [{lesson_id: "L-31", start: "09:30"}]}\n', "")),
+    ("result", "undeclared fields weather", _variant("output: {lessons:", 'output: {weather: "sunny", lessons:')),
+    (
+        "result",
+        "leave ToolSearcher's output out",
+        _variant(
+            "keywords='reserve a paddling class')",
+            "keywords='reserve a paddling class')\n        output: [x]",
+            RETRIEVE,
+        ),
+    ),
+    # grounding
+    ("grounding", "repeats none of their values", _variant('"Lesson L-31 starts at 09:30."', '"There is one."')),
+    (
+        "grounding",
+        "the response repeats no value",
+        _variant('"Lea Marti is booked on L-57, reference KB-7788."', '"All done for Lea Marti."', PLAN),
+    ),
+    # shape
+    ("shape", "must not search", RETRIEVE.replace("ability: retrieve_call", "ability: call")),
+    (
+        "shape",
+        "is called before any search retrieves it",
+        _variant("      - api: ToolSearcher(keywords='reserve a paddling class')\n", "", RETRIEVE),
+    ),
+    (
+        "shape",
+        "contain the API's name",
+        _variant("keywords='reserve a paddling class'", "keywords='BookKayakLesson please'", RETRIEVE),
+    ),
+    (
+        "shape",
+        "not followed by a call",
+        RETRIEVE
+        + '      - user: "Anything else?"\n      - api: ToolSearcher(keywords=\'other lessons\')\n      - ai: "Nothing more."\n',
+    ),
+    (
+        "shape",
+        "retrieves ['CancelKayakLesson'] but BookKayakLesson is called next",
+        _variant(
+            "keywords='reserve a paddling class')",
+            "keywords='reserve a paddling class')\n        retrieves: [CancelKayakLesson]",
+            RETRIEVE,
+        ),
+    ),
+    (
+        "shape",
+        "a plan needs at least two retrieved calls",
+        PLAN.split("      - api: ToolSearcher(keywords='reserve")[0] + '    response: "Lesson L-57 at 14:00."\n',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("reason", "words", "dialogue"), TESTER_CASES, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(TESTER_CASES)]
+)
+def test_the_tester_rejects(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]], reason: str, words: str, dialogue: str
+) -> None:
+    report = _judge_one(tmp_path, dialogue, evaluation)
+    assert report.accepted == [] and len(report.rejected) == 1, report.rejected
+    r = report.rejected[0]
+    assert r.reason == reason and words in r.message, str(r)
+    assert "case.yaml: dialogue #1" in r.where
+
+
+def test_the_tester_rejects_an_api_that_copies_an_evaluation_name(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    apis = TESTER_APIS.replace("name: CancelKayakLesson", "name: QueryStocks")
+    report = _judge_one(tmp_path, GOOD_CALL, evaluation, apis=apis)
+    assert [(r.dialogue_id, r.reason) for r in report.api_rejections] == [("QueryStocks", "api")]
+    assert "copies the evaluation API 'QueryStock'" in report.api_rejections[0].message
+    assert [d.id for d in report.accepted] == ["k-call-1"]
+
+
+def test_the_tester_rejects_duplicates(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    same_id = _variant("Is there a lesson on Lake Orta on 2023-08-05?", "Any lesson at Lake Como soon?")
+    same_opening = _variant("k-call-1", "k-call-2")
+    report = _judge_one(tmp_path, GOOD_CALL + same_id + same_opening, evaluation)
+    assert [d.id for d in report.accepted] == ["k-call-1"]
+    assert [(r.reason, r.message) for r in report.rejected] == [
+        ("duplicate", "the id k-call-1 is used twice"),
+        ("duplicate", "its request nearly repeats k-call-1's"),
+    ]
+    report = _judge_one(
+        tmp_path, GOOD_CALL, evaluation, requests=["Is there a lesson on Lake Orta on 2023-08-05, please?"]
+    )
+    assert [(r.reason, r.message) for r in report.rejected] == [
+        ("duplicate", "its request nearly repeats one of the evaluation benchmark")
+    ]
+
+
+def test_the_tester_accepts_retrieval_and_plans(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    report = _judge_one(tmp_path, RETRIEVE + PLAN, evaluation)
+    assert [d.id for d in report.accepted] == ["k-retrieve-1", "k-plan-1"], report.rejected
