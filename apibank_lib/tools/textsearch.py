@@ -1,19 +1,16 @@
 """Offline text search: a Treebank-style word tokenizer and BM25-Okapi ranking.
 
 The original SearchEngine tokenised with NLTK's ``word_tokenize`` and ranked with
-the ``rank_bm25`` package. Neither is a dependency here: :func:`word_tokenize`
+the ``rank_bm25`` package. NLTK is not a dependency here: :func:`word_tokenize`
 follows the same conventions (lower-case; words, numbers and punctuation as
 separate tokens; ``n't``, ``'s``, ``'ll`` ... split off; inner hyphens, decimal
-points and thousands separators kept), and :class:`BM25Okapi` computes the
-same scores as ``rank_bm25.BM25Okapi``, float operation for float operation,
-so rankings and ties come out identical.
+points and thousands separators kept). Ranking uses ``rank_bm25`` itself
+(:class:`BM25Okapi` wraps it), as the retrievers of :mod:`apibank_lib.retrievers` do.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -103,10 +100,11 @@ def word_tokenize(text: str) -> list[str]:
 
 
 class BM25Okapi:
-    """BM25-Okapi over pre-tokenised documents, with the ATIRE idf floor of ``rank_bm25``.
+    """BM25-Okapi ranking by the ``rank_bm25`` package (``k1=1.5, b=0.75, epsilon=0.25``, its ATIRE idf floor).
 
-    ``idf(t) = ln(N - n(t) + 0.5) - ln(n(t) + 0.5)``; terms with a negative idf get
-    ``epsilon * mean idf`` (the mean taken over the vocabulary before replacement).
+    A thin wrapper: the scores are ``rank_bm25.BM25Okapi``'s own; it adds
+    :meth:`top_n` ranked as the original SearchEngine ranked (numpy's default
+    argsort), and accepts an empty corpus (which the package divides by).
 
     Args:
         corpus: one token list per document.
@@ -118,43 +116,26 @@ class BM25Okapi:
     def __init__(
         self, corpus: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
     ) -> None:
-        self.k1, self.b, self.epsilon = k1, b, epsilon
-        self.doc_freqs = [Counter(doc) for doc in corpus]
-        self.corpus_size = len(self.doc_freqs)
-        doc_len = np.array([len(doc) for doc in corpus])
-        self.avgdl = int(doc_len.sum()) / self.corpus_size if self.corpus_size else 0.0
-        # The same operation order as rank_bm25, so that scores (and ties) are bit-identical.
-        self._norm = self.k1 * (1 - self.b + self.b * doc_len / self.avgdl) if self.corpus_size else doc_len
-        self.idf = self._idf()
+        from rank_bm25 import BM25Okapi as _Package
 
-    def _idf(self) -> dict[str, float]:
-        # Vocabulary in order of first appearance: the mean's float sum depends on it.
-        nd: dict[str, int] = {}
-        for freqs in self.doc_freqs:
-            for word in freqs:
-                nd[word] = nd.get(word, 0) + 1
-        idf: dict[str, float] = {}
-        total = 0.0
-        for word, n in nd.items():
-            idf[word] = math.log(self.corpus_size - n + 0.5) - math.log(n + 0.5)
-            total += idf[word]
-        if idf:
-            floor = self.epsilon * (total / len(idf))
-            for word, value in idf.items():
-                if value < 0:
-                    idf[word] = floor
-        return idf
+        self.corpus_size = len(corpus)
+        self._bm25 = _Package([list(doc) for doc in corpus], k1=k1, b=b, epsilon=epsilon) if corpus else None
+
+    @property
+    def avgdl(self) -> float:
+        """Mean document length."""
+        return float(self._bm25.avgdl) if self._bm25 is not None else 0.0
+
+    @property
+    def idf(self) -> dict[str, float]:
+        """Inverse document frequency per term, after the floor."""
+        return dict(self._bm25.idf) if self._bm25 is not None else {}
 
     def get_scores(self, query: Sequence[str]) -> np.ndarray:
         """BM25 score of every document for ``query`` (repeated query tokens count again)."""
-        score = np.zeros(self.corpus_size)
-        for q in query:
-            weight = self.idf.get(q) or 0
-            if not weight:
-                continue  # unknown term or zero idf: adds exactly 0
-            q_freq = np.array([freqs.get(q, 0) for freqs in self.doc_freqs])
-            score += weight * (q_freq * (self.k1 + 1) / (q_freq + self._norm))
-        return score
+        if self._bm25 is None:
+            return np.zeros(0)
+        return np.asarray(self._bm25.get_scores(list(query)))
 
     def top_n(self, query: Sequence[str], n: int) -> list[int]:
         """Indices of the ``n`` best documents, ranked with numpy's default (unstable) argsort."""

@@ -1,0 +1,210 @@
+"""The retrieval benchmark: every ToolSearcher step of a benchmark, our query variants, and retrievers measured on them.
+
+Queries come from two places:
+
+* every gold ToolSearcher step of a benchmark (ours, or a release the user
+  supplies): its keywords and the API the dialogue needed next (the search's
+  gold result, without the GetUserToken companion entry);
+* for our own benchmark, variants of each distinct gold query written by us
+  (``data/retrieval/queries.yaml``): a paraphrase, a terse and a noisy wording
+  (and sometimes a question).
+
+Queries are split into a *tuning* and a *held-out* part by a hash of the
+distinct gold query they belong to, so a query's variants stay on one side.
+Metrics: hit@1, hit@3 and mean reciprocal rank, with 95% bootstrap intervals
+that resample distinct queries; latency per query, cold (building the
+retriever) and warm (new queries once it is built).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from apibank_lib.datasets import Benchmark
+from apibank_lib.errors import DataError
+from apibank_lib.retrievers import RETRIEVERS, make_retriever
+from apibank_lib.stats import bootstrap_mean
+from apibank_lib.tools.registry import domains
+from apibank_lib.tools.searcher import retrieved_names
+from apibank_lib.types import ApiRecord
+
+__all__ = ["RetrievalQuery", "gold_searches", "retrieval_queries", "rank_queries", "retrieval_table", "VARIANTS_FILE", "split_of"]
+
+VARIANTS_FILE = Path(__file__).resolve().parent.parent / "data" / "retrieval" / "queries.yaml"
+"""Our variants of the bundled benchmark's gold queries."""
+
+
+@dataclass(frozen=True)
+class RetrievalQuery:
+    """One query of the retrieval benchmark.
+
+    Attributes:
+        group: the distinct gold query it belongs to (keywords and API), used for the split and the intervals.
+        keywords: the text searched.
+        api: the API the search must retrieve.
+        level: 2 or 3 (which tool set is searched).
+        kind: ``gold``, ``paraphrase``, ``terse``, ``noisy`` or ``question``.
+        split: ``tuning`` or ``held-out``.
+        domain: the API's domain.
+        source: the dialogue (or level-3 item) of the gold step; empty for variants.
+    """
+
+    group: str
+    keywords: str
+    api: str
+    level: int
+    kind: str
+    split: str
+    domain: str
+    source: str = ""
+
+
+def split_of(keywords: str, api: str) -> str:
+    """``tuning`` or ``held-out``: half of the distinct gold queries each, by a hash of the query."""
+    return "tuning" if int(hashlib.sha256(f"{keywords}\x00{api}".encode()).hexdigest(), 16) % 2 == 0 else "held-out"
+
+
+def _domain(api: str) -> str:
+    return domains().get(api, "level-3" if api else "")
+
+
+def gold_searches(bench: Benchmark) -> list[RetrievalQuery]:
+    """Every gold ToolSearcher step of a benchmark, in dataset order."""
+    out: list[RetrievalQuery] = []
+
+    def add(record: ApiRecord, level: int, source: str) -> None:
+        names = retrieved_names(record.output)
+        keywords = str(record.args.get("keywords", ""))
+        if not names or not keywords:
+            return
+        api = names[-1]
+        out.append(RetrievalQuery(f"{keywords}\x00{api}", keywords, api, level, "gold", split_of(keywords, api), _domain(api), source))
+
+    for d in bench.level2:
+        for t in d.turns:
+            if isinstance(t, ApiRecord) and t.api_name == "ToolSearcher":
+                add(t, 2, d.id)
+    for n, item in enumerate(bench.level3):
+        for step in item.steps:
+            if step.api_name == "ToolSearcher":
+                add(step, 3, f"level-3 item {n}")
+    return out
+
+
+def retrieval_queries(bench: Benchmark, variants: str | Path | None = VARIANTS_FILE) -> list[RetrievalQuery]:
+    """The gold searches plus, where the variants file has them, our variants of each distinct gold query.
+
+    Args:
+        bench: the benchmark.
+        variants: the variants file (None: gold searches only). Variants of queries
+            the benchmark does not have are ignored, so an official release gets
+            only its gold searches unless its queries coincide with ours.
+    """
+    gold = gold_searches(bench)
+    if variants is None or not Path(variants).is_file():
+        return gold
+    try:
+        data = yaml.safe_load(Path(variants).read_text(encoding="utf-8"))
+        entries = data["queries"]
+    except (yaml.YAMLError, KeyError, TypeError) as exc:
+        raise DataError(f"not a retrieval-variants file: {exc}", variants) from exc
+    levels: dict[str, int] = {}
+    for q in gold:
+        levels.setdefault(q.group, q.level)
+    out = list(gold)
+    for i, entry in enumerate(entries):
+        try:
+            keywords, api, texts = str(entry["keywords"]), str(entry["api"]), dict(entry["variants"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"query #{i + 1} needs keywords, api and variants", variants) from exc
+        group = f"{keywords}\x00{api}"
+        if group not in levels:
+            continue
+        for kind in sorted(texts):
+            out.append(RetrievalQuery(group, str(texts[kind]), api, levels[group], kind, split_of(keywords, api), _domain(api)))
+    return out
+
+
+def rank_queries(bench: Benchmark, queries: Sequence[RetrievalQuery], retriever: str, *, embedder: Any = None) -> list[dict[str, Any]]:
+    """Rank of the needed API for every query with one retriever, and the time each search took.
+
+    Returns one record per query: its fields, ``retrieved`` (the top API),
+    ``rank`` (1-based; 0 when the API is not a candidate), ``ms`` (the search's
+    wall time, warm), and per record the retriever's ``build_ms`` (cold start).
+    """
+    built: dict[int, Any] = {}
+    build_ms: dict[int, float] = {}
+    size: dict[int, int] = {}
+    out = []
+    for q in queries:
+        if q.level not in built:
+            start = time.perf_counter()
+            candidates = bench.toolset(q.level).searchable()
+            built[q.level] = make_retriever(retriever, candidates, embedder)
+            build_ms[q.level] = 1000 * (time.perf_counter() - start)
+            size[q.level] = len(candidates)
+        r = built[q.level]
+        start = time.perf_counter()
+        ranked = r.search(q.keywords, k=size[q.level])
+        ms = 1000 * (time.perf_counter() - start)
+        names = [s.name for s, _ in ranked]
+        rank = names.index(q.api) + 1 if q.api in names else 0
+        out.append({**q.__dict__, "retriever": retriever, "retrieved": names[0], "rank": rank, "ms": ms, "build_ms": build_ms[q.level]})
+    return out
+
+
+def retrieval_table(
+    bench: Benchmark,
+    retrievers: Sequence[str] = tuple(RETRIEVERS),
+    *,
+    queries: Sequence[RetrievalQuery] | None = None,
+    by: Sequence[str] = ("split",),
+    n_boot: int = 2000,
+    seed: int = 0,
+    embedder: Any = None,
+) -> Any:
+    """hit@1, hit@3 and MRR (with 95% intervals resampling distinct queries) per retriever and group.
+
+    Args:
+        bench: the benchmark searched.
+        retrievers: retriever names.
+        queries: the queries (default: :func:`retrieval_queries` of the benchmark).
+        by: columns to group by besides the retriever (``split``, ``kind``, ``level``, ``domain``).
+    Returns:
+        A DataFrame: retriever, the group columns, queries, hit@1 with low/high,
+        hit@3, MRR with low/high, median warm ms, cold ms (the retriever's build time).
+    """
+    import pandas as pd
+
+    queries = list(queries) if queries is not None else retrieval_queries(bench)
+    rows = []
+    for name in retrievers:
+        frame = pd.DataFrame(rank_queries(bench, queries, name, embedder=embedder))
+        for key, part in frame.groupby(list(by), sort=True) if by else [((), frame)]:
+            key = key if isinstance(key, tuple) else (key,)
+            hit1 = bootstrap_mean((part["rank"] == 1).astype(float).tolist(), part["group"].tolist(), n_boot=n_boot, seed=seed)
+            rr = [1.0 / r if r else 0.0 for r in part["rank"]]
+            mrr = bootstrap_mean(rr, part["group"].tolist(), n_boot=n_boot, seed=seed)
+            row = {"retriever": name, **dict(zip(by, key)), "queries": len(part)}
+            row.update(
+                {
+                    "hit@1": round(100 * hit1.estimate, 2),
+                    "hit@1 low": round(100 * hit1.low, 2),
+                    "hit@1 high": round(100 * hit1.high, 2),
+                    "hit@3": round(100 * float(((part["rank"] >= 1) & (part["rank"] <= 3)).mean()), 2),
+                    "MRR": round(mrr.estimate, 4),
+                    "MRR low": round(mrr.low, 4),
+                    "MRR high": round(mrr.high, 4),
+                    "warm ms (median)": round(float(part["ms"].median()), 3),
+                    "cold ms": round(float(part["build_ms"].max()), 1),
+                }
+            )
+            rows.append(row)
+    return pd.DataFrame(rows)

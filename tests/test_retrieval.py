@@ -1,0 +1,90 @@
+"""Retrievers (one protocol, chosen by name), query normalisation, and the retrieval benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apibank_lib.datasets import Benchmark
+from apibank_lib.errors import ConfigError, DataError
+from apibank_lib.retrieval import gold_searches, rank_queries, retrieval_queries, retrieval_table, split_of
+from apibank_lib.retrievers import RETRIEVERS, api_words, make_retriever, normalize_query
+from apibank_lib.types import Param, ToolSchema
+
+
+def _schema(name: str, description: str, **params: str) -> ToolSchema:
+    return ToolSchema(name, description, {k: Param("str", v) for k, v in params.items()}, {})
+
+
+POOL = [
+    _schema("AddAlarm", "Set an alarm clock for a time.", time="When the alarm rings."),
+    _schema("QueryStock", "Get the price of a company's stock.", stock_code="The ticker symbol."),
+    _schema("BookHotel", "Reserve a hotel room for some nights.", hotel_name="The hotel.", check_in_time="Arrival day."),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "normalised"),
+    [
+        ("can u plz add an evnt to my agenda for tmrw at 3", "add evnt agenda"),
+        ("QueryHealthData", "query health data"),
+        ("book a hotel on 2023-04-05 at 10:30 for 2 nights", "book hotel nights"),
+        ("please", "please"),  # nothing left: the words are kept
+    ],
+)
+def test_queries_are_normalised(text: str, normalised: str) -> None:
+    assert normalize_query(text) == normalised
+
+
+def test_bm25_indexes_name_description_and_parameter_names() -> None:
+    words = api_words(POOL[2])
+    assert words[:2] == ["book", "hotel"] and "check" in words and "in" in words and "reserve" in words
+
+
+@pytest.mark.parametrize("name", list(RETRIEVERS))
+def test_every_retriever_has_the_searchers_output_shape(name: str) -> None:
+    retriever = make_retriever(name, POOL)
+    ranked = retriever.search("current stock price of apple", k=3)
+    assert [type(s) for s, _ in ranked] == [ToolSchema] * 3 and isinstance(ranked[0][1], float)
+    assert ranked[0][0].name == "QueryStock", name
+    assert [s.name for s, _ in retriever.search("wake me up at 7", k=1)] == ["AddAlarm"]
+
+
+def test_an_unknown_retriever_is_named_in_the_error() -> None:
+    with pytest.raises(ConfigError, match="unknown retriever 'bm26'; choose one of paper"):
+        make_retriever("bm26", POOL)
+
+
+def test_gold_searches_and_variants_of_the_bundled_benchmark(bench: Benchmark) -> None:
+    gold = gold_searches(bench)
+    assert len(gold) == sum(1 for d in bench.level2 for t in d.turns if getattr(t, "api_name", "") == "ToolSearcher") + sum(
+        1 for it in bench.level3 for s in it.steps if s.api_name == "ToolSearcher"
+    )
+    assert all(q.kind == "gold" and q.api and q.api != "GetUserToken" for q in gold)
+    queries = retrieval_queries(bench)
+    variants = [q for q in queries if q.kind != "gold"]
+    assert len(variants) >= 3 * len({q.group for q in gold})
+    splits = {q.group: q.split for q in queries}
+    assert all(q.split == splits[q.group] for q in queries)  # a query's variants stay on its side
+    assert 0.3 < sum(s == "held-out" for s in splits.values()) / len(splits) < 0.7
+    assert split_of("add event to agenda", "AddAgenda") == split_of("add event to agenda", "AddAgenda")
+
+
+def test_a_broken_variants_file_is_named(bench: Benchmark, tmp_path: Path) -> None:
+    bad = tmp_path / "q.yaml"
+    bad.write_text("queries:\n  - keywords: x\n")
+    with pytest.raises(DataError, match=r"q\.yaml: query #1 needs keywords, api and variants"):
+        retrieval_queries(bench, bad)
+
+
+def test_the_papers_recipe_retrieves_every_gold_api_of_our_benchmark(bench: Benchmark) -> None:
+    records = rank_queries(bench, gold_searches(bench), "paper")
+    assert all(r["rank"] == 1 for r in records), [r for r in records if r["rank"] != 1][:3]
+
+
+def test_the_retrieval_table_has_intervals_per_split(bench: Benchmark) -> None:
+    table = retrieval_table(bench, ["bm25"], n_boot=50)
+    assert list(table["split"]) == ["held-out", "tuning"]
+    row = table.iloc[0]
+    assert row["hit@1 low"] <= row["hit@1"] <= row["hit@1 high"] and 0 <= row["MRR"] <= 1 and row["hit@3"] >= row["hit@1"]
