@@ -421,8 +421,16 @@ def cmd_check_train(args: argparse.Namespace) -> int:
     from apibank_lib.synthesis.tester import check_corpus
 
     report = check_corpus(args.paths)
+    retrieval = None
+    if args.search:
+        from apibank_lib.synthesis.tester import check_retrieval
+
+        retrieval = check_retrieval(report)
     if args.json:
         out = report.counts()
+        if retrieval is not None:
+            out["searches"] = len(retrieval)
+            out["searches_retrieving_their_api"] = int(retrieval["hit"].sum()) if len(retrieval) else 0
         out["rejections"] = [{"where": r.where, "id": r.dialogue_id, "reason": r.reason, "message": r.message} for r in report.rejected]
         out["api_rejections"] = [{"where": r.where, "api": r.dialogue_id, "message": r.message} for r in report.api_rejections]
         _print_json(out)
@@ -437,6 +445,11 @@ def cmd_check_train(args: argparse.Namespace) -> int:
         )
         if report.rejected:
             print(report.table().to_markdown(index=False))
+        if retrieval is not None and len(retrieval):
+            print(
+                f"ToolSearcher (all-MiniLM-L6-v2 over the corpus's {len(report.schemas)} APIs) ranks the intended API first "
+                f"for {int(retrieval['hit'].sum())} of {len(retrieval)} searches ({100 * retrieval['hit'].mean():.1f}%)"
+            )
     return 1 if report.rejected or report.api_rejections else 0
 
 
@@ -681,6 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-train", help="the synthesis tester on training corpus files: accepted, rejected and why")
     p.add_argument("paths", nargs="+", help="corpus YAML files or folders of them")
+    p.add_argument("--search", action="store_true", help="also run the real ToolSearcher on every search of the corpus")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check_train)
 

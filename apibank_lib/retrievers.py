@@ -4,15 +4,15 @@ Every retriever is built over a fixed list of candidate APIs and answers
 ``search(keywords, k) -> [(ToolSchema, score), ...]`` best first, the shape the
 sandbox's ToolSearcher expects, so a level-2/3 run can switch retrievers.
 
-* ``paper``: the paper's recipe: each API's name split into words followed by
+* ``embedding``: the paper's recipe: each API's name split into words followed by
   its description, embedded with the default sentence-embedding model
   (all-MiniLM-L6-v2); cosine similarity with the embedded keywords.
 * ``bm25``: BM25-Okapi (the ``rank_bm25`` package) over the words of the name,
   the description and the parameter names, with the query normalised.
-* ``paper-norm``: the paper's recipe with the query normalised first.
+* ``embedding-norm``: the paper's recipe with the query normalised first.
 * ``fields``: embeddings of two fields per API (the paper's text; the name with
   the parameter names and descriptions), the better of the two counting.
-* ``hybrid``: reciprocal rank fusion of ``paper-norm`` and ``bm25``.
+* ``hybrid``: reciprocal rank fusion of ``embedding-norm`` and ``bm25``.
 
 Query normalisation (:func:`normalize_query`) splits CamelCase words, lower-cases,
 and drops dates, times, numbers and filler words ("please", "can you", "my" ...),
@@ -112,7 +112,7 @@ class EmbeddingRetriever:
     def __init__(self, schemas: Sequence[ToolSchema], embedder: Any = None, *, normalize: bool = False) -> None:
         from apibank_lib.search import default_searcher
 
-        self.name = "paper-norm" if normalize else "paper"
+        self.name = "embedding-norm" if normalize else "embedding"
         self.schemas = list(schemas)
         self.index = default_searcher(self.schemas, embedder)
         self.normalize = normalize
@@ -208,16 +208,16 @@ def _top(schemas: list[ToolSchema], scores: np.ndarray, k: int) -> list[tuple[To
 
 
 RETRIEVERS: dict[str, Callable[..., Retriever]] = {
-    "paper": lambda schemas, embedder=None: EmbeddingRetriever(schemas, embedder),
-    "paper-norm": lambda schemas, embedder=None: EmbeddingRetriever(schemas, embedder, normalize=True),
+    "embedding": lambda schemas, embedder=None: EmbeddingRetriever(schemas, embedder),
+    "embedding-norm": lambda schemas, embedder=None: EmbeddingRetriever(schemas, embedder, normalize=True),
     "bm25": BM25Retriever,
     "fields": FieldsRetriever,
     "hybrid": HybridRetriever,
 }
 """Retriever name -> constructor ``(schemas, embedder=None)``."""
 
-PAPER_RETRIEVER = "paper"
-DEFAULT_RETRIEVER = "paper"
+PAPER_RETRIEVER = "embedding"
+DEFAULT_RETRIEVER = "embedding"
 """The retriever ToolSearcher uses unless a run names another."""
 
 

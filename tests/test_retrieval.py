@@ -52,7 +52,7 @@ def test_every_retriever_has_the_searchers_output_shape(name: str) -> None:
 
 
 def test_an_unknown_retriever_is_named_in_the_error() -> None:
-    with pytest.raises(ConfigError, match="unknown retriever 'bm26'; choose one of paper"):
+    with pytest.raises(ConfigError, match="unknown retriever 'bm26'; choose one of embedding"):
         make_retriever("bm26", POOL)
 
 
@@ -79,7 +79,7 @@ def test_a_broken_variants_file_is_named(bench: Benchmark, tmp_path: Path) -> No
 
 
 def test_the_papers_recipe_retrieves_every_gold_api_of_our_benchmark(bench: Benchmark) -> None:
-    records = rank_queries(bench, gold_searches(bench), "paper")
+    records = rank_queries(bench, gold_searches(bench), "embedding")
     assert all(r["rank"] == 1 for r in records), [r for r in records if r["rank"] != 1][:3]
 
 

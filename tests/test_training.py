@@ -262,3 +262,12 @@ def test_a_data_source_gives_the_same_examples_every_time(corpus: Path) -> None:
     assert converted and all(e.level == 1 for e in converted) and "ToolAlpaca" in note
     with pytest.raises(ConfigError, match="unknown training data format"):
         build_examples({"format": "csv", "paths": []})
+
+
+def test_searches_are_checked_with_the_real_tool_searcher(corpus: Path) -> None:
+    from apibank_lib.synthesis.tester import check_retrieval
+
+    table = check_retrieval(_report(corpus))
+    assert list(table["dialogue"]) == ["kite-retrieve-1", "kite-retrieve-1", "kite-plan-1", "kite-plan-1"]
+    assert list(table["intended"]) == ["KiteShopLogin", "BookKiteRepair"] * 2
+    assert table["hit"].all()  # "kite shop sign in" and "book a kite repair" find their APIs among the two

@@ -44,7 +44,7 @@ from apibank_lib.formats.train_corpus import (
 )
 from apibank_lib.types import ToolSchema
 
-__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "REASONS", "evaluation_texts"]
+__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts"]
 
 REASONS = ("format", "api", "parameters", "result", "grounding", "shape", "duplicate")
 """The rejection reasons, in the order the checks run."""
@@ -283,8 +283,6 @@ def _check_grounding(d: CorpusDialogue) -> str | None:
         elif t.role == "ai" and pending:
             last = (i, t.text, pending)
             pending = []
-        elif t.role == "user":
-            pending = []
     if last is not None and not _grounded(last[1], last[2]):
         return f"turn {last[0] + 1}: the reply after the last API results repeats none of their values"
     return None
@@ -314,7 +312,7 @@ def _check_shape(d: CorpusDialogue) -> str | None:
             if following not in found:
                 return f"search {keywords!r} retrieves {found} but {following} is called next"
             for n in found:
-                if n in keywords:
+                if n.lower() in keywords.lower():
                     return f"search keywords {keywords!r} contain the API's name; describe the need instead"
             retrieved.update(found)
         else:
@@ -443,3 +441,34 @@ def _duplicate(
         if _jaccard(sh, ev) >= threshold:
             return "duplicate", "its request nearly repeats one of the evaluation benchmark"
     return None
+
+
+def check_retrieval(report: CheckReport, *, embedder: Any = None) -> Any:
+    """Whether each search of the accepted dialogues retrieves its API with the real ToolSearcher.
+
+    The tester itself assumes a search retrieves the API called next; this runs
+    the evaluation's embedding search (all-MiniLM-L6-v2 over each API's name and
+    description) over every API of the corpus and checks that assumption.
+
+    Returns:
+        A DataFrame, one row per search: dialogue id, ability, keywords, the
+        intended API, the API ranked first, and whether they agree (``hit``).
+    """
+    import pandas as pd
+
+    from apibank_lib.search import default_searcher
+
+    schemas = report.schemas
+    index = default_searcher(list(schemas.values()), embedder)
+    rows = []
+    for d in report.accepted:
+        turns = [t for t in d.api_turns if t.call is not None]
+        for i, t in enumerate(turns):
+            if t.call.name != SEARCHER:  # type: ignore[union-attr]
+                continue
+            intended = t.retrieves or [next(c.call.name for c in turns[i + 1 :] if c.call and c.call.name != SEARCHER)]  # type: ignore[union-attr]
+            keywords = str(t.call.args.get("keywords", ""))  # type: ignore[union-attr]
+            top = index.search(keywords, k=1)[0][0].name
+            rows.append({"dialogue": d.id, "ability": d.ability, "keywords": keywords, "intended": intended[0], "retrieved": top, "hit": top in intended})
+    return pd.DataFrame(rows)
+
