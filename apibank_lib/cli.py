@@ -138,7 +138,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     protocol = get_protocol(args.protocol)
     bench = load_benchmark(args.data)
     levels = [args.level] if args.level else [1, 2, 3]
-    report = replay(bench, protocol, levels=levels, progress=None if args.json else _progress("replay"))
+    report = replay(
+        bench, protocol, levels=levels, searcher=args.retriever, progress=None if args.json else _progress("replay")
+    )
     if args.json:
         _print_json(report)
         return 0
@@ -165,6 +167,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from apibank_lib.datasets import load_benchmark
+    from apibank_lib.retrievers import DEFAULT_RETRIEVER, make_retriever
     from apibank_lib.search import default_searcher
 
     if not args.keywords.strip():
@@ -172,20 +175,24 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ConfigError(f"-k must be at least 1, not {args.k}")
     bench = load_benchmark(args.data)
-    index = default_searcher(bench.toolset(args.level).searchable())
+    candidates = bench.toolset(args.level).searchable()
+    index = default_searcher(candidates)
     truncated = getattr(index.embedder, "truncates", None)
     if truncated is not None and truncated(args.keywords):
         _warn(
             f"the query is longer than the embedding model reads ({index.embedder.max_tokens} tokens); only its beginning is used"
         )
-    ranked = index.search(args.keywords, args.k)
+    if args.retriever == DEFAULT_RETRIEVER:
+        ranked = index.search(args.keywords, args.k)
+    else:
+        ranked = make_retriever(args.retriever, candidates).search(args.keywords, args.k)
     if args.json:
         _print_json([{"name": s.name, "score": round(score, 6), "description": s.description} for s, score in ranked])
         return 0
     print(
         _table(
             [[i + 1, s.name, f"{score:.4f}", s.description] for i, (s, score) in enumerate(ranked)],
-            ["rank", "API", "cosine", "description"],
+            ["rank", "API", "cosine" if args.retriever == DEFAULT_RETRIEVER else "score", "description"],
         )
     )
     return 0
@@ -322,6 +329,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         level3=args.level3,
         tasks=tuple(args.task) if args.task else ("api", "response"),
+        retriever=args.retriever,
         max_steps=args.max_steps,
         native_tools=args.native_tools,
         retry_failed=args.retry_failed,
@@ -500,7 +508,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = TrainConfig(
         out=args.out, model=args.model, method=args.method, rank=args.rank, alpha=args.alpha, lr=args.lr, epochs=args.epochs,
         accumulate=args.accumulate, max_len=args.max_len, seed=args.seed, threads=args.threads, max_steps=args.max_steps,
-        data=data, command="apibank " + shlex.join(sys.argv[1:]),
+        init_adapter=args.init_adapter, data=data, command="apibank " + shlex.join(sys.argv[1:]),
     )
     result = train_model(config, progress=not args.json, note=_warn)
     if args.json:
@@ -549,8 +557,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``apibank`` command."""
     from apibank_lib.protocols import PROTOCOLS, V2
+    from apibank_lib.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
 
     protocols = list(PROTOCOLS)
+
+    def retriever(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--retriever",
+            choices=list(RETRIEVERS),
+            default=DEFAULT_RETRIEVER,
+            help=f"what ToolSearcher searches with (default: {DEFAULT_RETRIEVER}, the paper's recipe)",
+        )
     parser = argparse.ArgumentParser(
         prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search, runs and grading."
     )
@@ -573,6 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", choices=protocols, default=V2.name)
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=None)
     p.add_argument("--verbose", action="store_true", help="list every failed sample (default: a summary per API)")
+    retriever(p)
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("search", help="rank APIs for keywords with the ToolSearcher's embedding search")
@@ -582,6 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--level", type=int, choices=[1, 3], default=1, help="search the level-1/2 (default) or level-3 tool set"
     )
+    retriever(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("call", help='execute one call such as "[GetToday()]" in a fresh sandbox and print its result')
@@ -655,6 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="backend option, e.g. mode=tools, timeout_s=60, adapter=path (checked against the backend)",
     )
+    retriever(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compare", help="runs side by side: labels, accuracy and ROUGE-L per level, coverage")
@@ -689,6 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--init-adapter", default=None, help="continue training this LoRA adapter folder (a second stage)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_train)
 

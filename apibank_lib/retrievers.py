@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_RETRIEVER",
     "PAPER_RETRIEVER",
     "make_retriever",
+    "shared_retriever",
     "normalize_query",
     "api_words",
     "EmbeddingRetriever",
@@ -228,3 +229,23 @@ def make_retriever(name: str, schemas: Sequence[ToolSchema], embedder: Any = Non
     except KeyError:
         raise ConfigError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}") from None
     return factory(schemas, embedder)
+
+
+_SHARED: dict[tuple[str, str], Retriever] = {}
+
+
+def shared_retriever(name: str, schemas: Sequence[ToolSchema]) -> Retriever:
+    """The named retriever over these candidates with the default embedder, built once per process.
+
+    Sandboxes are made per sample; building a retriever (an index, embeddings)
+    once per candidate list keeps that cheap.
+    """
+    import hashlib
+    import json
+
+    key = (name, hashlib.sha256(json.dumps([s.to_dict() for s in schemas], sort_keys=True).encode()).hexdigest())
+    found = _SHARED.get(key)
+    if found is None:
+        found = _SHARED.setdefault(key, make_retriever(name, schemas))
+    return found
+

@@ -194,7 +194,7 @@ def run_episode(
     shown at the next step. Text without a call is the final answer. Scoring
     executes the recorded calls again, so the record holds everything needed.
     """
-    box = bench.sandbox(3, protocol)
+    box = bench.sandbox(3, protocol, searcher=config.retriever)
     toolset = bench.toolset(3)
     done: list[ApiRecord] = []
     steps: list[EpisodeStep] = []

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from apibank_lib.datasets import Benchmark
+from apibank_lib.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.protocols import V2, get_protocol
 from apibank_lib.types import Episode, Sample
@@ -73,6 +74,8 @@ class RunConfig:
         retry_failed: re-run samples whose backend call failed before.
         backend_options: keyword options for the backend (checked against it before the run).
         runs_dir: where the default-named folder goes (default: :func:`default_runs_dir`); ignored with ``out``.
+        retriever: what ToolSearcher searches with (:mod:`apibank_lib.retrievers`): in level-3
+            episodes and when the run is scored.
     """
 
     model: str
@@ -92,6 +95,7 @@ class RunConfig:
     retry_failed: bool = False
     backend_options: dict[str, Any] = field(default_factory=dict)
     runs_dir: str | None = None
+    retriever: str = DEFAULT_RETRIEVER
 
     def validate(self) -> None:
         """Raise ConfigError on an impossible setting."""
@@ -112,6 +116,8 @@ class RunConfig:
             raise ConfigError("max_tokens and max_steps must be positive")
         if self.shots not in (0, 1):
             raise ConfigError("shots must be 0 or 1")
+        if self.retriever not in RETRIEVERS:
+            raise ConfigError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
 
     def identity(self, data_fingerprint: str, backend_identity: dict[str, Any], prompt_mode: str) -> dict[str, Any]:
         """What makes two runs the same run: everything that changes an answer, nothing else.
@@ -121,7 +127,7 @@ class RunConfig:
         data. Levels, limit and tasks may grow on resume; concurrency, timeouts
         and retries never change an answer.
         """
-        return {
+        ident = {
             "model": backend_identity,
             "prompt_mode": prompt_mode,
             "protocol": self.protocol,
@@ -131,6 +137,10 @@ class RunConfig:
             "max_steps": self.max_steps,
             "seed": self.seed,
         }
+        if self.retriever != DEFAULT_RETRIEVER:
+            # Only named when it is not the default, so that runs made before retrievers were choosable keep their identity.
+            ident["retriever"] = self.retriever
+        return ident
 
 
 @dataclass
@@ -157,6 +167,11 @@ class RunInfo:
     def protocol(self) -> str:
         """The protocol's name."""
         return str(self.identity["protocol"])
+
+    @property
+    def retriever(self) -> str:
+        """The retriever ToolSearcher used (the default when the identity names none)."""
+        return str(self.identity.get("retriever", DEFAULT_RETRIEVER))
 
     @property
     def model(self) -> str:

@@ -73,9 +73,10 @@ class Sandbox:
         conversion: the argument conversion (typed by default; a grading
             protocol passes its own).
         searcher: what ToolSearcher uses: an object with
-            ``search(keywords, k) -> list[(ToolSchema, score)]``, or a zero-argument
-            factory returning one (called on first use), or None for the default
-            embedding searcher over the tool set's searchable APIs.
+            ``search(keywords, k) -> list[(ToolSchema, score)]``, a zero-argument
+            factory returning one (called on first use), a retriever's name
+            (:mod:`apibank_lib.retrievers`, built over the tool set's searchable
+            APIs), or None for the default embedding searcher over them.
     """
 
     def __init__(
@@ -153,6 +154,10 @@ class Sandbox:
             from apibank_lib.search import default_searcher
 
             self._searcher = default_searcher(self.toolset.searchable())
+        elif isinstance(self._searcher, str):
+            from apibank_lib.retrievers import shared_retriever
+
+            self._searcher = shared_retriever(self._searcher, self.toolset.searchable())
         elif callable(self._searcher) and not hasattr(self._searcher, "search"):
             self._searcher = self._searcher()
         return self._searcher.search(keywords, k)

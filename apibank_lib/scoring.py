@@ -196,12 +196,13 @@ def score_run(
             f"the data at {bench.root} is not the run's data (fingerprint {bench.fingerprint}, the run used {expected_fp})"
         )
     predictions = folder.read_predictions()
-    judgments = judge_predictions(bench, Grader(bench, protocol), predictions)
+    judgments = judge_predictions(bench, Grader(bench, protocol, searcher=info.retriever), predictions)
     cov = coverage(bench, info, predictions)
     metrics = {
         "model": info.model,
         "protocol": protocol.name,
         "reply_metric": protocol.reply_metric.name,
+        "retriever": info.retriever,
         "data_fingerprint": bench.fingerprint,
         **aggregate(judgments),
         "coverage": cov,

@@ -199,11 +199,11 @@ minutes on a 2-core CPU).
         ),
         code(
             'DATA = None  # the bundled benchmark; or the root of an official API-Bank release\nPROTOCOL = "v2"\n'
-            'COMPARED = {  # display name -> model spec (llamacpp:<base>+<adapter folder> loads an adapter)\n'
+            'COMPARED = {  # display name -> model spec (shipped adapters by name; llamacpp:<base>+<adapter folder> for others)\n'
             '    "Gemma 3 270M base": "llamacpp:gemma-3-270m",\n'
             '    "small Lynx: ours, all": "llamacpp:lynx-270m",\n'
-            '    "ours, equal size": "llamacpp:gemma-3-270m+" + str(models_dir() / "ours-equal" / "adapter"),\n'
-            '    "ToolAlpaca format, equal size": "llamacpp:gemma-3-270m+" + str(models_dir() / "toolalpaca-equal" / "adapter"),\n'
+            '    "ours, equal size": "llamacpp:ours-equal-270m",\n'
+            '    "ToolAlpaca format, equal size": "llamacpp:toolalpaca-equal-270m",\n'
             '}\n'
             'CALL_LIMIT = 10  # level-1 samples per model (API-call and reply samples; apibank reproduce uses 40); None for all\n'
             'PAIRS = [["ours, equal size", "ToolAlpaca format, equal size"], ["small Lynx: ours, all", "Gemma 3 270M base"]]\n'
@@ -213,7 +213,7 @@ minutes on a 2-core CPU).
         ),
         code(
             'if RETRAIN:\n'
-            '    for folder in ("lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
+            '    for folder in ("lynx-270m-stage1", "lynx-270m", "ours-equal", "toolalpaca-equal"):  # the second stage continues the first\n'
             '        retrain(models_dir() / folder)'
         ),
         code("bench = load_benchmark(DATA)"),
@@ -240,7 +240,7 @@ minutes on a 2-core CPU).
         md("## Training curves"),
         code(
             "curves = {}\n"
-            'for folder in ("lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
+            'for folder in ("lynx-270m-stage1", "lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
             '    path = models_dir() / folder / "loss.csv"\n'
             "    if path.is_file():\n"
             "        curves[folder] = pd.read_csv(path)\n"

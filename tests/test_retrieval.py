@@ -88,3 +88,29 @@ def test_the_retrieval_table_has_intervals_per_split(bench: Benchmark) -> None:
     assert list(table["split"]) == ["held-out", "tuning"]
     row = table.iloc[0]
     assert row["hit@1 low"] <= row["hit@1"] <= row["hit@1 high"] and 0 <= row["MRR"] <= 1 and row["hit@3"] >= row["hit@1"]
+
+
+def test_a_run_names_its_retriever_and_scores_with_it(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.runner import run
+    from apibank_lib.runs import RunConfig, RunFolder
+    from apibank_lib.scoring import score_run
+
+    with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
+        RunConfig("oracle", retriever="bm26").validate()
+    default = RunConfig("oracle").identity("fp", {"backend": "oracle"}, "reference")
+    assert "retriever" not in default  # runs made before retrievers were choosable keep their identity
+    assert RunConfig("oracle", retriever="bm25").identity("fp", {"backend": "oracle"}, "reference")["retriever"] == "bm25"
+    results = {}
+    for name in ("embedding", "bm25"):
+        result = run(RunConfig("oracle", levels=(2,), retriever=name, out=str(tmp_path / name)), bench=bench, progress=False)
+        metrics = score_run(result.path, bench=bench)
+        assert metrics["retriever"] == name and RunFolder(result.path).read_info().retriever == name
+        results[name] = metrics["levels"]["2"]["api_correct"]
+    # The oracle's searches are the gold keywords: the default retriever finds every gold API, BM25 misses some.
+    assert results["embedding"] == metrics["levels"]["2"]["api_samples"] > results["bm25"]
+
+
+def test_a_sandbox_searches_with_a_named_retriever(bench: Benchmark) -> None:
+    box = bench.sandbox(2, searcher="bm25")
+    assert [s.name for s, _ in box.search_tools("book a hotel room", 1)] == ["BookHotel"]
+    assert box.execute("[ToolSearcher(keywords='book a hotel room')]").output["name"] == "BookHotel"

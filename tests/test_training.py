@@ -19,7 +19,7 @@ from apibank_lib.training.export import (
     read_examples,
     write_examples,
 )
-from apibank_lib.training.shipped import adapter_folder, models_dir, resolve_model
+from apibank_lib.training.shipped import adapter_digest, adapter_folder, models_dir, resolve_model
 
 CORPUS = """
 domain: Kite repair
@@ -159,6 +159,15 @@ def test_model_targets_name_their_adapter() -> None:
     assert adapter_folder("some/dir") == Path("some/dir")
 
 
+def test_an_adapters_digest_follows_its_bytes(tmp_path: Path) -> None:
+    (tmp_path / "adapter_config.json").write_text("{}")
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"one")
+    first = adapter_digest(str(tmp_path))
+    assert adapter_digest(str(tmp_path)) == first
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"two")
+    assert adapter_digest(str(tmp_path)) != first
+
+
 def test_check_train_exit_codes_and_counts(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-train", str(corpus), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -225,6 +234,13 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
     assert curve("split") == curve("whole")  # the resumed run continues exactly where it stopped
     with pytest.raises(ConfigError, match="other data"):
         train(TrainConfig(out=str(tmp_path / "whole"), **config), examples[:2], progress=False)
+    # A second stage continues the first stage's adapter instead of a fresh one.
+    stage2 = train(
+        TrainConfig(out=str(tmp_path / "stage2"), init_adapter=str(tmp_path / "whole" / "adapter"), max_steps=1, **config),
+        examples,
+        progress=False,
+    )
+    assert stage2.steps == 1 and stage2.final_loss < whole.final_loss + 1.0
     # The adapter is a model like any other: both local backends load it and the runner scores it.
     from apibank_lib.runner import run
     from apibank_lib.runs import RunConfig
@@ -238,6 +254,7 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
         assert result.answered == 2 and metrics["levels"]["1"]["api_samples"] == 2
         config_json = json.loads((result.path / "config.json").read_text())
         assert config_json["identity"]["model"]["adapter"] == str(adapter)
+        assert config_json["identity"]["model"]["adapter_sha"] == adapter_digest(str(adapter))
 
 
 def test_the_training_corpus_passes_the_tester_and_is_large_enough() -> None:

@@ -105,10 +105,18 @@ class LlamaCppBackend(Backend):
         self._lock = threading.Lock()
 
     def identity(self) -> dict[str, Any]:
-        """Kind, model and context; the adapter only when there is one (runs of the bare model keep their identity)."""
+        """Kind, model and context; the adapter (name and content digest) only when there is one.
+
+        Runs of the bare model keep the identity they had before adapters existed.
+        """
         ident = super().identity()
         if ident.get("adapter") is None:
             ident.pop("adapter", None)
+        else:
+            # The adapter's bytes, not only its name: a retrained adapter under the same name is another model.
+            from apibank_lib.training.shipped import adapter_digest
+
+            ident["adapter_sha"] = adapter_digest(self.adapter)  # type: ignore[arg-type]
         return ident
 
     def info(self) -> dict[str, Any]:

@@ -107,6 +107,15 @@ class TransformersBackend(Backend):
         self._torch = torch
         self._lock = threading.Lock()
 
+    def identity(self) -> dict[str, Any]:
+        """Kind, model and adapter; with an adapter, also its content digest (a retrained adapter is another model)."""
+        ident = super().identity()
+        if ident.get("adapter"):
+            from apibank_lib.training.shipped import adapter_digest
+
+            ident["adapter_sha"] = adapter_digest(str(self.adapter))
+        return ident
+
     def info(self) -> dict[str, Any]:
         return {"backend": self.kind, "source": Path(self.source).name, "adapter": self.adapter, "device": self.device, "decoding": "greedy"}
 

@@ -56,6 +56,9 @@ class TrainConfig:
         save_every: optimiser steps between checkpoints.
         threads: torch CPU threads (None: leave torch's setting).
         max_steps: stop after this many optimiser steps (None: the whole schedule).
+        init_adapter: a LoRA adapter folder to continue training from (a second
+            stage on new examples) instead of a fresh adapter; recorded, so that
+            :func:`~apibank_lib.training.workflow.retrain` can repeat the stages.
         data: where the examples came from (recorded in ``training.json`` so the
             run can be repeated: see :mod:`apibank_lib.training.workflow`).
         command: the command line that started the run (recorded).
@@ -77,6 +80,7 @@ class TrainConfig:
     save_every: int = 20
     threads: int | None = None
     max_steps: int | None = None
+    init_adapter: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
     command: str = field(default_factory=lambda: " ".join(sys.argv))
 
@@ -136,6 +140,12 @@ def _prepare(config: TrainConfig) -> tuple[Any, Any]:
             from peft import LoraConfig, get_peft_model
         except ImportError as exc:  # pragma: no cover
             raise ConfigError("LoRA needs peft: pip install 'apibank_lib[hf]'") from exc
+        if config.init_adapter:
+            from peft import PeftModel
+
+            from apibank_lib.training.shipped import adapter_folder
+
+            return PeftModel.from_pretrained(lm, str(adapter_folder(config.init_adapter)), is_trainable=True), tok
         lora = LoraConfig(
             r=config.rank,
             lora_alpha=config.alpha,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder", "recorded_command"]
+__all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder", "adapter_digest", "recorded_command"]
 
 
 def models_dir() -> Path:
@@ -19,8 +19,15 @@ def models_dir() -> Path:
     return Path(__file__).resolve().parent.parent.parent / "models"
 
 
-SHIPPED: dict[str, tuple[str, str]] = {"lynx-270m": ("gemma-3-270m", "lynx-270m/adapter")}
-"""Short name -> (base model, adapter folder relative to :func:`models_dir`)."""
+SHIPPED: dict[str, tuple[str, str]] = {
+    "lynx-270m": ("gemma-3-270m", "lynx-270m/adapter"),
+    "lynx-270m-stage1": ("gemma-3-270m", "lynx-270m-stage1/adapter"),
+    "ours-equal-270m": ("gemma-3-270m", "ours-equal/adapter"),
+    "toolalpaca-equal-270m": ("gemma-3-270m", "toolalpaca-equal/adapter"),
+}
+"""Short name -> (base model, adapter folder relative to :func:`models_dir`): the small Lynx (trained
+in two stages on draws from our corpus; the first stage is kept, since the second continues it), and the two adapters of notebook 05 trained on equal-sized draws of our corpus and of our
+ToolAlpaca-format set."""
 
 
 def resolve_model(target: str) -> dict[str, Any]:
@@ -37,6 +44,18 @@ def adapter_folder(adapter: str) -> Path:
     if adapter in SHIPPED:
         return models_dir() / SHIPPED[adapter][1]
     return Path(adapter)
+
+
+def adapter_digest(adapter: str) -> str:
+    """A short hash of an adapter's weights and configuration (part of a run's identity)."""
+    import hashlib
+
+    folder = adapter_folder(adapter)
+    h = hashlib.sha256()
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        path = folder / name
+        h.update(path.read_bytes() if path.is_file() else b"")
+    return h.hexdigest()[:16]
 
 
 def recorded_command(folder: str | Path) -> list[str]:

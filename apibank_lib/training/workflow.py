@@ -27,6 +27,15 @@ DEFAULT_MIX = "L1/api=0.5,L2/api=0.2,L3/api=0.1,L1/response=0.1,L2/response=0.05
 """The default draw: mostly API calls, most of them in the Call layout (what the paper's Call accuracy measures)."""
 
 
+def _project_path(path: str | Path) -> Path:
+    """A recorded path as given, or, when it is relative and not found here, relative to the project root."""
+    p = Path(path)
+    if p.exists() or p.is_absolute():
+        return p
+    root = Path(__file__).resolve().parent.parent.parent
+    return root / p if (root / p).exists() else p
+
+
 def build_examples(data: dict[str, Any]) -> tuple[list[TrainingExample], str]:
     """The training examples a data source describes, and a one-line note of what was read.
 
@@ -35,7 +44,7 @@ def build_examples(data: dict[str, Any]) -> tuple[list[TrainingExample], str]:
             (how many to draw; None for all), ``mix`` (group shares, as
             :func:`~apibank_lib.training.export.parse_shares` reads them), ``seed``.
     """
-    paths = [str(p) for p in data["paths"]]
+    paths = [str(_project_path(p)) for p in data["paths"]]
     if data.get("format", "corpus") == "toolalpaca":
         from apibank_lib.formats.toolalpaca import convert, read_toolalpaca
 
