@@ -773,6 +773,7 @@ def toolalpaca_table(
     *,
     names: Mapping[str, str] | None = None,
     training_samples: Mapping[str, int | None] | None = None,
+    common: bool = True,
     n_boot: int = N_BOOT,
     seed: int = SEED,
 ) -> Any:
@@ -782,6 +783,8 @@ def toolalpaca_table(
         runs: scored runs (their level-1 samples are used).
         names: a display name per run model (``ScoredRun.model``), e.g. "fine-tuned on ours (300)".
         training_samples: training examples per run model (None: not fine-tuned).
+        common: use only the level-1 samples every run answered, so that the rows compare the same samples
+            (a run folder may hold more samples than this comparison asked for).
     Columns: model, training samples, Call acc with its 95% interval (dialogue
     bootstrap), Call ROUGE-L (%), API-call samples, source.
     """
@@ -799,10 +802,14 @@ def toolalpaca_table(
         }
         for m, v in PAPER_TOOLALPACA.items()
     ]
+    shared: set[str] | None = None
+    if common and runs:
+        shared = set.intersection(*({j.key for j in r.judgments if j.level == 1} for r in runs))
     for r in runs:
-        api = [j for j in r.judgments if j.level == 1 and j.kind == "api"]
+        level1 = [j for j in r.judgments if j.level == 1 and (shared is None or j.key in shared)]
+        api = [j for j in level1 if j.kind == "api"]
         acc, low, high = _accuracy(api, n_boot, seed)
-        rouge = _rouge([j for j in r.judgments if j.level == 1 and j.kind == "response"], n_boot, seed)[0]
+        rouge = _rouge([j for j in level1 if j.kind == "response"], n_boot, seed)[0]
         rows.append(
             {
                 "model": (names or {}).get(r.model, r.model),

@@ -128,9 +128,12 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def _folder_name(identity: dict[str, Any], protocol: str) -> str:
-    """``<backend>-<model file or name>-<protocol>-<hash of the identity>``."""
+    """``<backend>-<model file or name>[-<adapter>]-<protocol>-<hash of the identity>``."""
     model = identity["model"]
     parts = [str(model["backend"])] + ([Path(str(model["model"])).name] if model.get("model") else [])
+    if model.get("adapter"):
+        adapter = Path(str(model["adapter"]))
+        parts.append(adapter.parent.name if adapter.name == "adapter" else adapter.name)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(parts)).strip("-")[:60]
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
     return f"{slug}-{protocol}-{digest}"

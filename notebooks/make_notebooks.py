@@ -213,7 +213,7 @@ minutes on a 2-core CPU).
         ),
         code(
             'if RETRAIN:\n'
-            '    for folder in ("lynx-270m-stage1", "lynx-270m", "ours-equal", "toolalpaca-equal"):  # the second stage continues the first\n'
+            '    for folder in ("lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
             '        retrain(models_dir() / folder)'
         ),
         code("bench = load_benchmark(DATA)"),
@@ -240,7 +240,7 @@ minutes on a 2-core CPU).
         md("## Training curves"),
         code(
             "curves = {}\n"
-            'for folder in ("lynx-270m-stage1", "lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
+            'for folder in ("lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
             '    path = models_dir() / folder / "loss.csv"\n'
             "    if path.is_file():\n"
             "        curves[folder] = pd.read_csv(path)\n"

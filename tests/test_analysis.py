@@ -114,3 +114,14 @@ def test_training_samples_come_from_the_adapters_record(tmp_path: Path) -> None:
     assert analysis.adapter_training_samples(f"llamacpp:gemma-3-270m+{folder / 'adapter'}") == 240
     assert analysis.adapter_training_samples("llamacpp:gemma-3-270m") is None
     assert analysis.adapter_training_samples(f"llamacpp:gemma-3-270m+{tmp_path / 'none' / 'adapter'}") is None
+
+
+def test_toolalpaca_table_compares_the_samples_every_run_answered(bench: Benchmark, tmp_path: Path) -> None:
+    small = run(RunConfig("oracle", levels=(1,), limit=4, out=str(tmp_path / "small")), bench=bench, progress=False)
+    large = run(RunConfig("no-call", levels=(1,), limit=12, out=str(tmp_path / "large")), bench=bench, progress=False)
+    runs = analysis.load_runs([small.path, large.path])
+    shared = analysis.toolalpaca_table(runs, n_boot=20)
+    alone = analysis.toolalpaca_table(runs, common=False, n_boot=20)
+    measured = shared[shared["source"] != "reported"]["API-call samples"].tolist()
+    assert measured[0] == measured[1] == sum(1 for j in runs[0].judgments if j.kind == "api")
+    assert alone[alone["source"] != "reported"]["API-call samples"].tolist()[1] > measured[1]

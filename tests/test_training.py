@@ -234,6 +234,14 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
     assert curve("split") == curve("whole")  # the resumed run continues exactly where it stopped
     with pytest.raises(ConfigError, match="other data"):
         train(TrainConfig(out=str(tmp_path / "whole"), **config), examples[:2], progress=False)
+    # A folder trained from a recorded data source is trained again, identically, by retrain.
+    from apibank_lib.training.workflow import retrain, train_model
+
+    source = {"format": "corpus", "paths": [str(corpus)], "examples": 4, "mix": "L1/api=1", "seed": 0}
+    train_model(TrainConfig(out=str(tmp_path / "recorded"), data=source, **config), progress=False)
+    first = curve("recorded")
+    retrain(tmp_path / "recorded", progress=False)
+    assert curve("recorded") == first
     # A second stage continues the first stage's adapter instead of a fresh one.
     stage2 = train(
         TrainConfig(out=str(tmp_path / "stage2"), init_adapter=str(tmp_path / "whole" / "adapter"), max_steps=1, **config),

@@ -177,6 +177,8 @@ def _save(lm: Any, tok: Any, folder: Path, method: str) -> None:
     if method == "full":
         tok.save_pretrained(tmp)
     else:
+        # PEFT writes a generic model-card template; models/README.md describes our adapters instead.
+        (tmp / "README.md").unlink(missing_ok=True)
         # Ship the adapter in float16: half the bytes, and loaders cast it back to the model's dtype.
         from safetensors.torch import load_file, save_file
 

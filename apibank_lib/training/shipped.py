@@ -21,12 +21,11 @@ def models_dir() -> Path:
 
 SHIPPED: dict[str, tuple[str, str]] = {
     "lynx-270m": ("gemma-3-270m", "lynx-270m/adapter"),
-    "lynx-270m-stage1": ("gemma-3-270m", "lynx-270m-stage1/adapter"),
     "ours-equal-270m": ("gemma-3-270m", "ours-equal/adapter"),
     "toolalpaca-equal-270m": ("gemma-3-270m", "toolalpaca-equal/adapter"),
 }
 """Short name -> (base model, adapter folder relative to :func:`models_dir`): the small Lynx (trained
-in two stages on draws from our corpus; the first stage is kept, since the second continues it), and the two adapters of notebook 05 trained on equal-sized draws of our corpus and of our
+on a draw from our corpus), and the two adapters of notebook 05 trained on equal-sized draws of our corpus and of our
 ToolAlpaca-format set."""
 
 
