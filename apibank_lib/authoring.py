@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from apibank_lib.calls import format_value, parse_calls
 from apibank_lib.databases import load_databases
 from apibank_lib.datasets import default_data_root
+from apibank_lib.formats.yamlfile import read_yaml
 from apibank_lib.errors import CallError, DataError, ParseError, ToolError
 from apibank_lib.formats.official import LEVEL_DIRS, dialogue_jsonl, level3_json
 from apibank_lib.sandbox import Sandbox
@@ -103,18 +103,10 @@ def _parse_call(text: str, where: str) -> ApiCall:
     return calls[0]
 
 
-def _load_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise DataError(f"invalid YAML: {exc}", path, None if line is None else line + 1) from exc
-
-
 def load_source_file(path: str | Path, level: int) -> list[SourceDialogue] | list[SourceItem]:
     """Read one source file of a level (1-2: dialogues, 3: items)."""
     path = Path(path)
-    data = _load_yaml(path) or {}
+    data = read_yaml(path) or {}
     if level == 3:
         if not isinstance(data, dict) or not isinstance(data.get("items"), list):
             raise DataError("a level-3 source needs a top-level 'items' list", path)

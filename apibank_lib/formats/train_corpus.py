@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 
 from apibank_lib.calls import parse_calls
+from apibank_lib.formats.yamlfile import read_yaml
 from apibank_lib.errors import DataError, ParseError
 from apibank_lib.types import ApiCall, ApiRecord, Dialogue, Level3Item, Param, ToolSchema, Utterance
 
@@ -113,16 +113,6 @@ class CorpusFile:
     schemas: dict[str, ToolSchema]
     dialogues: list[CorpusDialogue]
     api_problems: dict[str, str] = field(default_factory=dict)
-
-
-def _load_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise DataError(f"invalid YAML: {exc}", path, None if line is None else line + 1) from exc
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", path) from exc
 
 
 def _params(raw: Any, where: str, *, inputs: bool) -> dict[str, Param]:
@@ -234,7 +224,7 @@ def parse_dialogue(raw: Any, index: int, domain: str, path: str) -> CorpusDialog
 def read_corpus_file(path: str | Path) -> CorpusFile:
     """Read one corpus file; dialogues are kept as written for the tester to judge."""
     path = Path(path)
-    data = _load_yaml(path)
+    data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("apis"), list) or not isinstance(data.get("dialogues"), list):
         raise DataError("a corpus file needs top-level 'domain', 'apis' and 'dialogues'", path)
     domain = str(data.get("domain") or path.stem)
