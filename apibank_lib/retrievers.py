@@ -34,7 +34,6 @@ __all__ = [
     "Retriever",
     "RETRIEVERS",
     "DEFAULT_RETRIEVER",
-    "PAPER_RETRIEVER",
     "make_retriever",
     "shared_retriever",
     "normalize_query",
@@ -217,7 +216,6 @@ RETRIEVERS: dict[str, Callable[..., Retriever]] = {
 }
 """Retriever name -> constructor ``(schemas, embedder=None)``."""
 
-PAPER_RETRIEVER = "embedding"
 DEFAULT_RETRIEVER = "embedding"
 """The retriever ToolSearcher uses unless a run names another."""
 
@@ -240,10 +238,9 @@ def shared_retriever(name: str, schemas: Sequence[ToolSchema]) -> Retriever:
     Sandboxes are made per sample; building a retriever (an index, embeddings)
     once per candidate list keeps that cheap.
     """
-    import hashlib
-    import json
+    from apibank_lib.search import schemas_key
 
-    key = (name, hashlib.sha256(json.dumps([s.to_dict() for s in schemas], sort_keys=True).encode()).hexdigest())
+    key = (name, schemas_key(schemas))
     found = _SHARED.get(key)
     if found is None:
         found = _SHARED.setdefault(key, make_retriever(name, schemas))

@@ -41,6 +41,7 @@ __all__ = [
     "cache_dir",
     "default_embedder",
     "default_searcher",
+    "schemas_key",
     "search_text",
     "split_camel",
 ]
@@ -557,10 +558,15 @@ def default_embedder() -> Embedder:
         return _EMBEDDER
 
 
+def schemas_key(schemas: Sequence[ToolSchema]) -> str:
+    """A hash of a candidate list (names, descriptions, parameters, order): the key of the per-process caches."""
+    return hashlib.sha256(json.dumps([s.to_dict() for s in schemas], sort_keys=True).encode()).hexdigest()
+
+
 def default_searcher(schemas: Sequence[ToolSchema], embedder: Embedder | None = None) -> ToolIndex:
     """A shared ToolIndex for these candidates and embedder (built once per process)."""
     embedder = embedder or default_embedder()
-    key = (embedder.name, hashlib.sha256(json.dumps([s.to_dict() for s in schemas], sort_keys=True).encode()).hexdigest())
+    key = (embedder.name, schemas_key(schemas))
     with _GLOBAL_LOCK:
         index = _INDEXES.get(key)
     if index is None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import random
 import shutil
 import sys
@@ -333,4 +332,3 @@ def _checkpoint(lm: Any, opt: Any, sched: Any, ckpt: Path, config: TrainConfig, 
     tmp.rename(ckpt)
     if old.exists():
         shutil.rmtree(old)
-    os.sync() if hasattr(os, "sync") else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder", "adapter_digest", "recorded_command"]
+__all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder", "adapter_digest"]
 
 
 def models_dir() -> Path:
@@ -55,20 +55,3 @@ def adapter_digest(adapter: str) -> str:
         path = folder / name
         h.update(path.read_bytes() if path.is_file() else b"")
     return h.hexdigest()[:16]
-
-
-def recorded_command(folder: str | Path) -> list[str]:
-    """The ``apibank train ...`` arguments a trained folder records in its ``training.json``."""
-    import json
-    import shlex
-
-    from apibank_lib.errors import ConfigError
-
-    info = Path(folder) / "training.json"
-    if not info.is_file():
-        raise ConfigError(f"no training.json in {folder}: not a folder written by apibank train")
-    command = shlex.split(json.loads(info.read_text())["config"]["command"])
-    if command[:2] != ["apibank", "train"]:
-        raise ConfigError(f"{info}: the recorded command is not an apibank train command: {' '.join(command)}")
-    return command[1:]
-
