@@ -167,7 +167,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from apibank_lib.datasets import load_benchmark
-    from apibank_lib.retrievers import DEFAULT_RETRIEVER, make_retriever
+    from apibank_lib.protocols import V2
+    from apibank_lib.retrievers import PAPER_RECIPE, make_retriever
     from apibank_lib.search import default_searcher
 
     if not args.keywords.strip():
@@ -182,17 +183,18 @@ def cmd_search(args: argparse.Namespace) -> int:
         _warn(
             f"the query is longer than the embedding model reads ({index.embedder.max_tokens} tokens); only its beginning is used"
         )
-    if args.retriever == DEFAULT_RETRIEVER:
+    name = args.retriever or V2.retriever
+    if name == PAPER_RECIPE:
         ranked = index.search(args.keywords, args.k)
     else:
-        ranked = make_retriever(args.retriever, candidates).search(args.keywords, args.k)
+        ranked = make_retriever(name, candidates).search(args.keywords, args.k)
     if args.json:
         _print_json([{"name": s.name, "score": round(score, 6), "description": s.description} for s, score in ranked])
         return 0
     print(
         _table(
             [[i + 1, s.name, f"{score:.4f}", s.description] for i, (s, score) in enumerate(ranked)],
-            ["rank", "API", "cosine" if args.retriever == DEFAULT_RETRIEVER else "score", "description"],
+            ["rank", "API", "cosine" if name == PAPER_RECIPE else "score", "description"],
         )
     )
     return 0
@@ -402,7 +404,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     from apibank_lib.scoring import score_run
 
-    results = [score_run(path, data=args.data) for path in args.runs]
+    results = [score_run(path, data=args.data, retriever=args.retriever) for path in args.runs]
     if args.json:
         _print_json(results if len(results) > 1 else results[0])
     else:
@@ -557,16 +559,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``apibank`` command."""
     from apibank_lib.protocols import PROTOCOLS, V2
-    from apibank_lib.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
+    from apibank_lib.retrievers import RETRIEVERS
 
     protocols = list(PROTOCOLS)
+    by_protocol = ", ".join(f"{p.name}: {p.retriever}" for p in PROTOCOLS.values())
 
-    def retriever(p: argparse.ArgumentParser) -> None:
+    def retriever(p: argparse.ArgumentParser, default: str = f"the protocol's ({by_protocol})") -> None:
         p.add_argument(
             "--retriever",
             choices=list(RETRIEVERS),
-            default=DEFAULT_RETRIEVER,
-            help=f"what ToolSearcher searches with (default: {DEFAULT_RETRIEVER}, the paper's recipe)",
+            default=None,
+            help=f"what ToolSearcher searches with (default: {default})",
         )
     parser = argparse.ArgumentParser(
         prog="apibank", description="API-Bank tool-use benchmark: data, sandbox, search, runs and grading."
@@ -600,7 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--level", type=int, choices=[1, 3], default=1, help="search the level-1/2 (default) or level-3 tool set"
     )
-    retriever(p)
+    retriever(p, default=V2.retriever)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("call", help='execute one call such as "[GetToday()]" in a fresh sandbox and print its result')
@@ -741,6 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+")
     p.add_argument("--data", default=None, help="where the runs' data is now, if it moved")
     p.add_argument("--json", action="store_true")
+    retriever(p, default="the run's, else its protocol's")
     p.set_defaults(func=cmd_score)
     return parser
 

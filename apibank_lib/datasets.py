@@ -195,10 +195,13 @@ class Benchmark:
             level: 1, 2 or 3 (levels 1 and 2 share one tool set).
             protocol: whose argument conversion to use (:data:`~apibank_lib.protocols.V2` by default).
             searcher: what ToolSearcher searches with (see :class:`~apibank_lib.sandbox.Sandbox`);
-                None for the default embedding search over the level's APIs.
+                None for the protocol's retriever over the level's APIs.
         """
         return Sandbox(
-            self.toolset(level), self.level_databases(level), conversion=protocol.conversion, searcher=searcher
+            self.toolset(level),
+            self.level_databases(level),
+            conversion=protocol.conversion,
+            searcher=protocol.retriever if searcher is None else searcher,
         )
 
     def release_prompt(self, sample: Sample) -> dict[str, Any] | None:

@@ -131,6 +131,8 @@ class GradingProtocol:
         normalise_reply: applied to a level-1/2 reply before ROUGE-L.
         reply_metric: the ROUGE-L implementation whose score is reported (every reply is scored with all).
         release_prompts: send an official release's own rendered prompts where it ships them.
+        retriever: what ToolSearcher searches with unless a run names another
+            (a name of :data:`apibank_lib.retrievers.RETRIEVERS`).
     """
 
     name: str
@@ -144,6 +146,7 @@ class GradingProtocol:
     normalise_reply: Callable[[str], str]
     reply_metric: ReplyMetric
     release_prompts: bool
+    retriever: str
 
     def __repr__(self) -> str:
         return f"<GradingProtocol {self.name}: {self.summary}>"
@@ -171,6 +174,7 @@ PAPER = GradingProtocol(
     normalise_reply=_unchanged,
     reply_metric=ROUGE_PACKAGE,
     release_prompts=True,
+    retriever="embedding",  # the original's recipe: cosine over the split name and description
 )
 
 V2 = GradingProtocol(
@@ -185,6 +189,7 @@ V2 = GradingProtocol(
     normalise_reply=_strip_ai_prefix,
     reply_metric=ROUGE_SCORE_PACKAGE,
     release_prompts=False,
+    retriever="enriched",  # example phrasings and action agreement: see apibank_lib.retrievers
 )
 
 PROTOCOLS: dict[str, GradingProtocol] = {p.name: p for p in (V2, PAPER)}

@@ -29,13 +29,24 @@ import yaml
 
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import DataError
-from apibank_lib.retrievers import RETRIEVERS, make_retriever
-from apibank_lib.stats import bootstrap_mean
+from apibank_lib.retrievers import RETRIEVERS, EnrichedRetriever, make_retriever
+from apibank_lib.stats import bootstrap_mean, paired_comparison
 from apibank_lib.tools.registry import domains
 from apibank_lib.tools.searcher import retrieved_names
 from apibank_lib.types import ApiRecord
 
-__all__ = ["RetrievalQuery", "gold_searches", "retrieval_queries", "rank_queries", "retrieval_table", "VARIANTS_FILE", "split_of"]
+__all__ = [
+    "RetrievalQuery",
+    "gold_searches",
+    "retrieval_queries",
+    "rank_queries",
+    "retrieval_table",
+    "compare_retrievers",
+    "tune_enriched",
+    "forget_queries",
+    "VARIANTS_FILE",
+    "split_of",
+]
 
 VARIANTS_FILE = Path(__file__).resolve().parent.parent / "data" / "retrieval" / "queries.yaml"
 """Our variants of the bundled benchmark's gold queries."""
@@ -132,31 +143,61 @@ def retrieval_queries(bench: Benchmark, variants: str | Path | None = VARIANTS_F
     return out
 
 
-def rank_queries(bench: Benchmark, queries: Sequence[RetrievalQuery], retriever: str, *, embedder: Any = None) -> list[dict[str, Any]]:
+def forget_queries(retriever: Any) -> None:
+    """Empty the query-embedding caches a retriever searches through, so that its next search is timed as new."""
+    for attr in ("index", "paper", "dense"):
+        part = getattr(retriever, attr, None)
+        if part is None:
+            continue
+        cache = getattr(part, "_queries", None)
+        if cache is not None:
+            cache.clear()
+        else:
+            forget_queries(part)
+
+
+def rank_queries(
+    bench: Benchmark, queries: Sequence[RetrievalQuery], retriever: str | Any, *, embedder: Any = None
+) -> list[dict[str, Any]]:
     """Rank of the needed API for every query with one retriever, and the time each search took.
+
+    Args:
+        bench: the benchmark whose tool sets are searched.
+        queries: the queries.
+        retriever: a retriever's name, or a factory ``(candidates) -> retriever`` (e.g. a retriever with
+            settings of its own).
+        embedder: the embedding model of named retrievers (default: the packaged one).
 
     Returns one record per query: its fields, ``retrieved`` (the top API),
     ``rank`` (1-based; 0 when the API is not a candidate), ``ms`` (the search's
-    wall time, warm), and per record the retriever's ``build_ms`` (cold start).
+    wall time once the retriever is built, the query new to it), and per record
+    the retriever's ``build_ms`` (cold start; a few ms when the embedding model
+    and cached API embeddings are already loaded).
     """
     built: dict[int, Any] = {}
     build_ms: dict[int, float] = {}
     size: dict[int, int] = {}
     out = []
+    label = retriever if isinstance(retriever, str) else None
     for q in queries:
         if q.level not in built:
             start = time.perf_counter()
             candidates = bench.toolset(q.level).searchable()
-            built[q.level] = make_retriever(retriever, candidates, embedder)
+            if isinstance(retriever, str):
+                built[q.level] = make_retriever(retriever, candidates, embedder)
+            else:
+                built[q.level] = retriever(candidates)
+            label = label or getattr(built[q.level], "name", "custom")
             build_ms[q.level] = 1000 * (time.perf_counter() - start)
             size[q.level] = len(candidates)
         r = built[q.level]
+        forget_queries(r)
         start = time.perf_counter()
         ranked = r.search(q.keywords, k=size[q.level])
         ms = 1000 * (time.perf_counter() - start)
         names = [s.name for s, _ in ranked]
         rank = names.index(q.api) + 1 if q.api in names else 0
-        out.append({**q.__dict__, "retriever": retriever, "retrieved": names[0], "rank": rank, "ms": ms, "build_ms": build_ms[q.level]})
+        out.append({**q.__dict__, "retriever": label, "retrieved": names[0], "rank": rank, "ms": ms, "build_ms": build_ms[q.level]})
     return out
 
 
@@ -179,7 +220,7 @@ def retrieval_table(
         by: columns to group by besides the retriever (``split``, ``kind``, ``level``, ``domain``).
     Returns:
         A DataFrame: retriever, the group columns, queries, hit@1 with low/high,
-        hit@3, MRR with low/high, median warm ms, cold ms (the retriever's build time).
+        hit@3, MRR with low/high, median warm ms (new queries), cold ms (the retriever's build time).
     """
     import pandas as pd
 
@@ -208,3 +249,90 @@ def retrieval_table(
             )
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def compare_retrievers(
+    bench: Benchmark,
+    a: str | Any,
+    b: str | Any,
+    *,
+    split: str | None = "held-out",
+    kinds: Sequence[str] | None = None,
+    queries: Sequence[RetrievalQuery] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    embedder: Any = None,
+) -> dict[str, Any]:
+    """Retriever ``a`` minus retriever ``b`` in hit@1 on the same queries, with a paired interval and p-value.
+
+    Clusters are distinct gold queries (a query and its variants), as in :func:`retrieval_table`.
+
+    Args:
+        bench: the benchmark.
+        a, b: retriever names or factories (see :func:`rank_queries`).
+        split: ``held-out`` (default), ``tuning``, or None for both.
+        kinds: only these kinds of query (``gold``, ``paraphrase`` ...); None for all.
+        queries: the queries (default: :func:`retrieval_queries`).
+
+    Returns:
+        ``{"a", "b", "split", "queries", "groups", "hit@1 a", "hit@1 b", "difference", "low", "high", "p_value"}``,
+        rates and the difference in percent.
+    """
+    chosen = [
+        q
+        for q in (queries if queries is not None else retrieval_queries(bench))
+        if (split is None or q.split == split) and (kinds is None or q.kind in kinds)
+    ]
+    ra = rank_queries(bench, chosen, a, embedder=embedder)
+    rb = rank_queries(bench, chosen, b, embedder=embedder)
+    hits_a = [float(r["rank"] == 1) for r in ra]
+    hits_b = [float(r["rank"] == 1) for r in rb]
+    cmp = paired_comparison(hits_a, hits_b, [q.group for q in chosen], n_boot=n_boot, n_perm=n_boot, seed=seed)
+    return {
+        "a": ra[0]["retriever"] if ra else str(a),
+        "b": rb[0]["retriever"] if rb else str(b),
+        "split": split or "all",
+        "queries": len(chosen),
+        "groups": cmp.clusters,
+        "hit@1 a": round(100 * sum(hits_a) / len(hits_a), 2),
+        "hit@1 b": round(100 * sum(hits_b) / len(hits_b), 2),
+        "difference": round(100 * cmp.difference, 2),
+        "low": round(100 * cmp.low, 2),
+        "high": round(100 * cmp.high, 2),
+        "p_value": round(cmp.p_value, 4),
+    }
+
+
+def tune_enriched(
+    bench: Benchmark,
+    weights: Sequence[float] = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 1.0),
+    penalties: Sequence[float] = (0.0, 0.03, 0.05, 0.08, 0.1, 0.15),
+    *,
+    queries: Sequence[RetrievalQuery] | None = None,
+    embedder: Any = None,
+) -> Any:
+    """hit@1 of :class:`~apibank_lib.retrievers.EnrichedRetriever` on the *tuning* queries for a grid of settings.
+
+    The shipped setting (``ENRICHED_WEIGHT``, ``ENRICHED_PENALTY``) is the grid's best on the tuning part, the
+    smaller weight and penalty winning ties; held-out queries are never looked at here.
+
+    Returns:
+        A DataFrame with ``weight``, ``penalty``, ``queries`` and ``hit@1`` (percent), best first.
+    """
+    import pandas as pd
+
+    tuning = [q for q in (queries if queries is not None else retrieval_queries(bench)) if q.split == "tuning"]
+    built = {
+        level: EnrichedRetriever(bench.toolset(level).searchable(), embedder) for level in sorted({q.level for q in tuning})
+    }
+    rows = []
+    for w in weights:
+        for p in penalties:
+            hits = 0
+            for q in tuning:
+                r = built[q.level]
+                r.weight, r.penalty = w, p
+                hits += r.search(q.keywords, k=1)[0][0].name == q.api
+            rows.append({"weight": w, "penalty": p, "queries": len(tuning), "hit@1": round(100 * hits / len(tuning), 2)})
+    table = pd.DataFrame(rows)
+    return table.sort_values(["hit@1", "weight", "penalty"], ascending=[False, True, True], kind="stable").reset_index(drop=True)

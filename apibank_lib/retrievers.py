@@ -23,17 +23,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from apibank_lib.errors import ConfigError
+from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.types import ToolSchema
 
 __all__ = [
     "Retriever",
     "RETRIEVERS",
-    "DEFAULT_RETRIEVER",
+    "PAPER_RECIPE",
+    "EnrichedRetriever",
+    "PHRASINGS_FILE",
+    "load_phrasings",
+    "query_action",
+    "api_action",
+    "ACTIONS",
     "make_retriever",
     "shared_retriever",
     "normalize_query",
@@ -97,6 +104,88 @@ def api_words(schema: ToolSchema) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+# --- actions: what a query asks to do, what an API does ------------------------------------------------
+
+ACTIONS = ("create", "read", "update", "delete")
+"""The actions a query or an API is classed into (None when unclear)."""
+
+# Words naming an action in a query, in general English (no API names). Inflections are found by _forms.
+_QUERY_ACTION_WORDS = {
+    "create": "add create new make set put book schedule arrange plan register open record save store enter enroll "
+    "remind invite reserve",
+    "update": "modify change edit move reschedule update rename adjust shift replace alter reset postpone",
+    "delete": "delete remove cancel drop clear erase",
+    "read": "query check look find search show see view list display get retrieve fetch lookup details info tell",
+}
+_QUERY_ACTION_PHRASES = [
+    (re.compile(rf"\b{phrase}\b"), action)
+    for phrase, action in (("call off", "delete"), ("get rid", "delete"), ("push back", "update"))
+]
+# The first word of an API's name, when it is one of these verbs, says what the API does.
+_API_ACTION_VERBS = {
+    "create": "add create book open register record set schedule make",
+    "read": "query get search check list find look",
+    "update": "modify change update edit reset",
+    "delete": "delete cancel remove",
+}
+# A question opening with one of these asks to look something up ("Is there an alarm set ...?"), unless it
+# names a change or a removal; requests ("Can you add ...?") are classed by their verb.
+_LOOKUP_OPENERS = frozenset("what whats which where when who whose how is are was were do does did have has any".split())
+
+
+def _word_table(groups: dict[str, str]) -> dict[str, str]:
+    return {w: action for action, words in groups.items() for w in words.split()}
+
+
+_QUERY_WORDS = _word_table(_QUERY_ACTION_WORDS)
+_API_VERBS = _word_table(_API_ACTION_VERBS)
+_INFLECTIONS = (("ing", ""), ("ing", "e"), ("led", ""), ("ed", ""), ("ed", "e"), ("es", ""), ("s", ""))
+
+
+def _action_of_word(word: str, table: dict[str, str]) -> str | None:
+    if word in table:
+        return table[word]
+    for suffix, repl in _INFLECTIONS:  # moved -> move, cancelled -> cancel, adding -> add
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and word[: -len(suffix)] + repl in table:
+            return table[word[: -len(suffix)] + repl]
+    return None
+
+
+def query_action(text: str) -> str | None:
+    """What a query asks to do: ``create``, ``read``, ``update``, ``delete`` or None (unclear).
+
+    A phrase or verb of creating, changing or removing decides ("call off the meeting" is ``delete``), except that
+    a question opening like a look-up ("Is there an alarm set for 6?") is ``read`` unless it asks for a change or a
+    removal; failing those, a look-up word or a question mark means ``read``.
+    """
+    low = text.lower().replace("'", "").replace("’", "")
+    words = _WORD.findall(low)
+    if not words:
+        return None
+    found = next((a for pattern, a in _QUERY_ACTION_PHRASES if pattern.search(low)), None)
+    if found is None:
+        found = next((a for w in words if (a := _action_of_word(w, _QUERY_WORDS)) not in (None, "read")), None)
+    if words[0] in _LOOKUP_OPENERS and found in (None, "create"):
+        return "read"
+    if found is not None:
+        return found
+    if any(_action_of_word(w, _QUERY_WORDS) == "read" for w in words) or text.rstrip().endswith("?"):
+        return "read"
+    return None
+
+
+def api_action(schema: ToolSchema) -> str | None:
+    """What an API does, from the verb its name starts with, else the first word of its description; or None."""
+    first = _camel_split(schema.name).split()[:1]
+    if first and (action := _action_of_word(first[0].lower(), _API_VERBS)):
+        return action
+    opening = _WORD.findall(schema.description.lower())[:1]
+    return _action_of_word(opening[0], _QUERY_WORDS) if opening else None
+
+
+ENRICHED_WEIGHT = 0.6
+ENRICHED_PENALTY = 0.03
+
 # --- retrievers ----------------------------------------------------------------------------------------
 
 
@@ -155,14 +244,11 @@ class FieldsRetriever:
     name = "fields"
 
     def __init__(self, schemas: Sequence[ToolSchema], embedder: Any = None) -> None:
-        from apibank_lib.search import default_embedder, default_searcher
+        from apibank_lib.search import default_embedder, default_searcher, embed_texts
 
         self.schemas = list(schemas)
         self.paper = default_searcher(self.schemas, embedder)
-        embedder = embedder or default_embedder()
-        texts = [_parameter_text(s) for s in self.schemas]
-        m = np.asarray(embedder.encode(texts), dtype=np.float32)
-        self.params = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+        self.params = embed_texts([_parameter_text(s) for s in self.schemas], embedder or default_embedder())
 
     def scores(self, keywords: str) -> np.ndarray:
         """The better of the two fields' cosine similarities, per candidate."""
@@ -202,6 +288,98 @@ class HybridRetriever:
         return _top(self.schemas, self.scores(keywords), k)
 
 
+PHRASINGS_FILE = Path(__file__).resolve().parent.parent / "data" / "retrieval" / "phrasings.yaml"
+"""Our example phrasings per API (``data/retrieval/phrasings.yaml``)."""
+
+
+def load_phrasings(path: str | Path | None = PHRASINGS_FILE) -> dict[str, tuple[str, ...]]:
+    """API name -> example phrasings, from a phrasings file (empty for None or a missing file).
+
+    Raises:
+        DataError: the file is not a mapping ``phrasings: {API: [text, ...]}``.
+    """
+    if path is None or not Path(path).is_file():
+        return {}
+    from apibank_lib.formats.yamlfile import read_yaml
+
+    data = read_yaml(path)
+    entries = data.get("phrasings") if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise DataError("a phrasings file needs a 'phrasings' mapping of API names to lists of texts", path)
+    out: dict[str, tuple[str, ...]] = {}
+    for api, texts in entries.items():
+        if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
+            raise DataError(f"the phrasings of {api} must be a list of non-empty texts", path)
+        out[str(api)] = tuple(texts)
+    return out
+
+
+class EnrichedRetriever:
+    """The paper's recipe with example phrasings as an extra field, and a penalty for the wrong action.
+
+    An API's score is ``(1 - weight) * cos(query, paper text) + weight * max cos(query, phrasing)``, minus
+    ``penalty`` when the query asks for one action (:func:`query_action`) and the API does another
+    (:func:`api_action`): "cancel my meeting" should not find AddMeeting however close the topic is. An API with
+    no phrasings counts its paper text in their place. The query is embedded once, as it comes.
+
+    Args:
+        schemas: the candidates, in a fixed order (ties keep it).
+        embedder: the sentence-embedding model (default: the packaged all-MiniLM-L6-v2).
+        phrasings: API name -> example phrasings (default: :data:`PHRASINGS_FILE`).
+        weight: the phrasings' share of the similarity.
+        penalty: subtracted for an action mismatch.
+    """
+
+    name = "enriched"
+
+    def __init__(
+        self,
+        schemas: Sequence[ToolSchema],
+        embedder: Any = None,
+        *,
+        phrasings: dict[str, Sequence[str]] | None = None,
+        weight: float = ENRICHED_WEIGHT,
+        penalty: float = ENRICHED_PENALTY,
+    ) -> None:
+        from apibank_lib.search import default_embedder, default_searcher, embed_texts
+
+        self.schemas = list(schemas)
+        self.index = default_searcher(self.schemas, embedder)
+        self.weight, self.penalty = weight, penalty
+        examples = load_phrasings() if phrasings is None else phrasings
+        texts: list[str] = []
+        owner: list[int] = []
+        for i, s in enumerate(self.schemas):
+            for t in examples.get(s.name, ()):
+                texts.append(t)
+                owner.append(i)
+        self._examples = embed_texts(texts, embedder or default_embedder()) if texts else None
+        # slots[i] lists API i's example rows, padded with len(texts): a sentinel similarity of -inf
+        counts = np.bincount(np.asarray(owner, dtype=np.intp), minlength=len(self.schemas))
+        self._slots = np.full((len(self.schemas), max(1, int(counts.max(initial=0)))), len(texts), dtype=np.intp)
+        for row, api in enumerate(owner):
+            self._slots[api, np.argmax(self._slots[api] == len(texts))] = row
+        self._has_examples = counts > 0
+        self._actions = np.asarray([api_action(s) or "" for s in self.schemas])
+
+    def scores(self, keywords: str) -> np.ndarray:
+        """The combined score of every candidate, in candidate order."""
+        q = self.index.embed_query(keywords)
+        text = self.index.matrix @ q
+        best = text
+        if self._examples is not None:
+            similarity = np.append(self._examples @ q, np.float32(-np.inf))
+            best = np.where(self._has_examples, similarity[self._slots].max(axis=1), text)
+        out = (1.0 - self.weight) * text + self.weight * best
+        action = query_action(keywords)
+        if action is not None and self.penalty:
+            out = out - self.penalty * ((self._actions != "") & (self._actions != action))
+        return out
+
+    def search(self, keywords: str, k: int = 1) -> list[tuple[ToolSchema, float]]:
+        return _top(self.schemas, self.scores(keywords), k)
+
+
 def _top(schemas: list[ToolSchema], scores: np.ndarray, k: int) -> list[tuple[ToolSchema, float]]:
     order = np.argsort(-scores, kind="stable")[: max(1, k)]
     return [(schemas[i], float(scores[i])) for i in order]
@@ -213,11 +391,13 @@ RETRIEVERS: dict[str, Callable[..., Retriever]] = {
     "bm25": BM25Retriever,
     "fields": FieldsRetriever,
     "hybrid": HybridRetriever,
+    "enriched": EnrichedRetriever,
 }
 """Retriever name -> constructor ``(schemas, embedder=None)``."""
 
-DEFAULT_RETRIEVER = "embedding"
-"""The retriever ToolSearcher uses unless a run names another."""
+PAPER_RECIPE = "embedding"
+"""The paper's retriever: what every search used before retrievers could be chosen, and the ``paper`` protocol's.
+The default of a run is its protocol's (:attr:`~apibank_lib.protocols.GradingProtocol.retriever`)."""
 
 
 def make_retriever(name: str, schemas: Sequence[ToolSchema], embedder: Any = None) -> Retriever:

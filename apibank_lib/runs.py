@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from apibank_lib.datasets import Benchmark
-from apibank_lib.retrievers import DEFAULT_RETRIEVER, RETRIEVERS
+from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.protocols import V2, get_protocol
 from apibank_lib.types import Episode, Sample
@@ -74,8 +74,8 @@ class RunConfig:
         retry_failed: re-run samples whose backend call failed before.
         backend_options: keyword options for the backend (checked against it before the run).
         runs_dir: where the default-named folder goes (default: :func:`default_runs_dir`); ignored with ``out``.
-        retriever: what ToolSearcher searches with (:mod:`apibank_lib.retrievers`): in level-3
-            episodes and when the run is scored.
+        retriever: what ToolSearcher searches with (:mod:`apibank_lib.retrievers`) in level-3
+            episodes and when the run is scored; None for the protocol's (:attr:`GradingProtocol.retriever`).
     """
 
     model: str
@@ -95,7 +95,7 @@ class RunConfig:
     retry_failed: bool = False
     backend_options: dict[str, Any] = field(default_factory=dict)
     runs_dir: str | None = None
-    retriever: str = DEFAULT_RETRIEVER
+    retriever: str | None = None
 
     def validate(self) -> None:
         """Raise ConfigError on an impossible setting."""
@@ -116,7 +116,7 @@ class RunConfig:
             raise ConfigError("max_tokens and max_steps must be positive")
         if self.shots not in (0, 1):
             raise ConfigError("shots must be 0 or 1")
-        if self.retriever not in RETRIEVERS:
+        if self.retriever is not None and self.retriever not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
 
     def identity(self, data_fingerprint: str, backend_identity: dict[str, Any], prompt_mode: str) -> dict[str, Any]:
@@ -137,10 +137,17 @@ class RunConfig:
             "max_steps": self.max_steps,
             "seed": self.seed,
         }
-        if self.retriever != DEFAULT_RETRIEVER:
-            # Only named when it is not the default, so that runs made before retrievers were choosable keep their identity.
-            ident["retriever"] = self.retriever
+        retriever = self.effective_retriever()
+        if self.level3 != "steps" and retriever != PAPER_RECIPE:
+            # The retriever changes answers only where search results are shown to the model: level-3 episodes.
+            # Elsewhere it only changes grading, which can be redone on the same predictions. Named only when it
+            # is not the one every run used before retrievers were choosable, so those runs keep their identity.
+            ident["retriever"] = retriever
         return ident
+
+    def effective_retriever(self) -> str:
+        """The retriever named, or the protocol's."""
+        return self.retriever or get_protocol(self.protocol).retriever
 
 
 @dataclass
@@ -170,8 +177,10 @@ class RunInfo:
 
     @property
     def retriever(self) -> str:
-        """The retriever ToolSearcher used (the default when the identity names none)."""
-        return str(self.identity.get("retriever", DEFAULT_RETRIEVER))
+        """The retriever the run's searches go through: the identity's (episodes ran with it), else the one the
+        run named, else its protocol's."""
+        named = self.identity.get("retriever") or self.config.get("retriever")
+        return str(named) if named else get_protocol(self.protocol).retriever
 
     @property
     def model(self) -> str:
@@ -298,6 +307,8 @@ class JudgmentRecord(_ItemRecord):
         rouge_scores: the reply's ROUGE-L by every metric (package name -> score).
         backend_error: the backend's error when it gave no answer.
         required_calls, matched_calls, same_end_state, calls_made, tool_errors: episodes.
+        retriever: what ToolSearcher searched with, where a search was judged (a gold or predicted
+            ToolSearcher call, an episode).
     """
 
     gold_api: str | None = None
@@ -316,6 +327,7 @@ class JudgmentRecord(_ItemRecord):
     same_end_state: bool | None = None
     calls_made: int | None = None
     tool_errors: int | None = None
+    retriever: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgmentRecord:

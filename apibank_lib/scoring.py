@@ -34,9 +34,14 @@ __all__ = ["score_run", "judge_predictions", "aggregate", "coverage"]
 TOTAL_NOTE = "overall = micro average over all scored samples (the paper does not state how its Total is aggregated)"
 
 
+SEARCHER = "ToolSearcher"
+
+
 def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions) -> list[JudgmentRecord]:
     """Judge every prediction, in dataset order (the ``paper`` protocol's shared level-3 state depends on it)."""
     out: list[JudgmentRecord] = []
+    searcher = grader.searcher if grader.searcher is not None else grader.protocol.retriever
+    searcher_name = searcher if isinstance(searcher, str) else getattr(searcher, "name", type(searcher).__name__)
     for level in (1, 2, 3):
         items: list[Sample | Episode] = [*bench.samples(level)]
         if level == 3:
@@ -55,6 +60,7 @@ def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions
                 backend_error=rec.error,
             )
             if isinstance(item, Episode):
+                base.retriever = searcher_name
                 if rec.failed:
                     base.correct = False
                 else:
@@ -78,6 +84,8 @@ def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions
                 )
                 if j.category is not None:
                     base.category, base.paper_category = j.category.value, PAPER_LABEL[j.category].value
+                if base.gold_api == SEARCHER or (j.call is not None and j.call.name == SEARCHER):
+                    base.retriever = searcher_name
             else:
                 base.rouge_scores = grader.reply_scores(item, rec.text())
                 base.rouge_l = base.rouge_scores[grader.protocol.reply_metric.name]
@@ -165,7 +173,12 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
 
 
 def score_run(
-    run_dir: str | Path, *, bench: Benchmark | None = None, data: str | Path | None = None, write: bool = True
+    run_dir: str | Path,
+    *,
+    bench: Benchmark | None = None,
+    data: str | Path | None = None,
+    write: bool = True,
+    retriever: str | None = None,
 ) -> dict[str, Any]:
     """Score a run folder under its own protocol; also writes ``metrics.json`` and ``judgments.jsonl``.
 
@@ -174,6 +187,8 @@ def score_run(
         bench: an already-loaded benchmark (it must be the run's data).
         data: where the run's data is now, when it moved (default: the path in its config).
         write: write ``judgments.jsonl`` and ``metrics.json``.
+        retriever: grade ToolSearcher steps with this retriever (default: the run's, see
+            :attr:`RunInfo.retriever`). Level-3 episodes that ran with a named retriever are graded with it only.
 
     Returns:
         ``{"model", "protocol", "data_fingerprint", "levels": {...}, "overall": {...}, "coverage": {...}, "partial"}``.
@@ -195,14 +210,21 @@ def score_run(
         raise ConfigError(
             f"the data at {bench.root} is not the run's data (fingerprint {bench.fingerprint}, the run used {expected_fp})"
         )
+    ran_with = info.identity.get("retriever")
+    if retriever is not None and ran_with is not None and retriever != ran_with:
+        raise ConfigError(
+            f"the run's level-3 episodes searched with {ran_with!r}; grading them with {retriever!r} would judge "
+            "calls the model made after results it never saw"
+        )
+    grading_retriever = retriever or info.retriever
     predictions = folder.read_predictions()
-    judgments = judge_predictions(bench, Grader(bench, protocol, searcher=info.retriever), predictions)
+    judgments = judge_predictions(bench, Grader(bench, protocol, searcher=grading_retriever), predictions)
     cov = coverage(bench, info, predictions)
     metrics = {
         "model": info.model,
         "protocol": protocol.name,
         "reply_metric": protocol.reply_metric.name,
-        "retriever": info.retriever,
+        "retriever": grading_retriever,
         "data_fingerprint": bench.fingerprint,
         **aggregate(judgments),
         "coverage": cov,

@@ -36,11 +36,15 @@ from apibank_lib.types import ToolSchema
 __all__ = [
     "Embedder",
     "MiniLMEmbedder",
+    "OnnxMiniLMEmbedder",
+    "EMBEDDER_ENV",
     "SentenceTransformerEmbedder",
     "ToolIndex",
     "cache_dir",
     "default_embedder",
     "default_searcher",
+    "embed_texts",
+    "embeddings_key",
     "schemas_key",
     "search_text",
     "split_camel",
@@ -419,6 +423,58 @@ class MiniLMEmbedder:
         return pooled
 
 
+class OnnxMiniLMEmbedder(MiniLMEmbedder):
+    """:class:`MiniLMEmbedder`'s model run by ONNX Runtime: the default embedder when onnxruntime is installed.
+
+    The same checks, tokenizer and truncation; the encoder is an ONNX graph built in memory from the same
+    weights (:mod:`apibank_lib.onnx_graph`), run one text at a time. ONNX Runtime fuses the attention and
+    LayerNorm arithmetic that numpy runs as many small operations, so a short query embeds in about 3 ms on one
+    core of this project's 2-core VM, against 7 to 10 ms for :class:`MiniLMEmbedder` (see
+    ``benchmarks/retrieval_latency.py``). Its vectors agree with MiniLMEmbedder's to float32 rounding (under
+    3e-7), so the two share a name and an embedding cache.
+
+    Args:
+        model_path: as for :class:`MiniLMEmbedder`.
+        threads: ONNX Runtime threads per text. One by default, for the reason :class:`MiniLMEmbedder` caps
+            BLAS: beside another busy process on two cores, a second thread makes every operation wait for it.
+
+    Raises:
+        ConfigError: onnxruntime or onnx is missing, or the model directory is not one MiniLMEmbedder runs.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, *, threads: int = 1) -> None:
+        try:
+            import onnxruntime
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ConfigError("OnnxMiniLMEmbedder needs onnxruntime and onnx: pip install onnxruntime onnx") from exc
+        from apibank_lib.onnx_graph import bert_mean_pooling_graph
+
+        super().__init__(model_path, blas_threads=None)
+        try:
+            graph = bert_mean_pooling_graph(
+                self._word, self._position, self._token_type, self._embedding_norm, self._layers, self._heads, self._eps
+            )
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ConfigError("OnnxMiniLMEmbedder needs onnx to build its graph: pip install onnx") from exc
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        self._layers = []  # the session holds its own copy of the weights
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts: a float32 array of shape ``(len(texts), dim)``, rows of unit length (truncated as documented)."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            ids = np.asarray(self._tokenizer.encode(text).ids, dtype=np.int64)
+            out[i] = self._session.run(None, {"ids": ids})[0]
+        if self._normalise:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
+        return out
+
+
 class SentenceTransformerEmbedder:
     """Any local sentence-transformers model directory, run by sentence-transformers (torch), offline.
 
@@ -468,6 +524,33 @@ def _normalise_rows(m: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
+def embeddings_key(texts: Sequence[str], embedder: Embedder) -> str:
+    """The disk-cache key of these texts' embeddings by this model."""
+    return hashlib.sha256(json.dumps([embedder.name, list(texts)]).encode()).hexdigest()[:24]
+
+
+def embed_texts(texts: Sequence[str], embedder: Embedder, *, use_disk_cache: bool = True) -> np.ndarray:
+    """Unit-length embeddings of ``texts`` (float32, one row each), kept in :func:`cache_dir` between processes."""
+    path = cache_dir() / "embeddings" / f"{embeddings_key(texts, embedder)}.npy"
+    if use_disk_cache and path.is_file():
+        try:
+            m = np.load(path)
+            if m.shape[0] == len(texts):
+                return m
+        except (OSError, ValueError):
+            pass  # a damaged cache file is simply recomputed
+    m = _normalise_rows(np.asarray(embedder.encode(list(texts)), dtype=np.float32))
+    if use_disk_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(tmp, m)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home only costs recomputation
+    return m
+
+
 class ToolIndex:
     """Embedding index over a fixed list of APIs.
 
@@ -494,28 +577,8 @@ class ToolIndex:
         self._query_cache_size = query_cache_size
         self._lock = threading.Lock()
         texts = [search_text(s) for s in self.schemas]
-        self.key = hashlib.sha256(json.dumps([embedder.name, texts]).encode()).hexdigest()[:24]
-        self.matrix = self._load_or_embed(texts, use_disk_cache)
-
-    def _load_or_embed(self, texts: list[str], use_disk_cache: bool) -> np.ndarray:
-        path = cache_dir() / "embeddings" / f"{self.key}.npy"
-        if use_disk_cache and path.is_file():
-            try:
-                m = np.load(path)
-                if m.shape[0] == len(texts):
-                    return m
-            except (OSError, ValueError):
-                pass  # a damaged cache file is simply recomputed
-        m = _normalise_rows(np.asarray(self.embedder.encode(texts), dtype=np.float32))
-        if use_disk_cache:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-                np.save(tmp, m)
-                os.replace(tmp, path)
-            except OSError:
-                pass  # a read-only home only costs recomputation
-        return m
+        self.key = embeddings_key(texts, embedder)
+        self.matrix = embed_texts(texts, embedder, use_disk_cache=use_disk_cache)
 
     def embed_query(self, keywords: str) -> np.ndarray:
         """The normalised embedding of a query (cached)."""
@@ -549,12 +612,28 @@ _INDEXES: dict[tuple[str, str], ToolIndex] = {}
 _GLOBAL_LOCK = threading.Lock()
 
 
+EMBEDDER_ENV = "APIBANK_EMBEDDER"
+"""Environment variable choosing how the default model runs: ``onnx``, ``numpy`` or ``auto`` (the default:
+ONNX Runtime when it is installed, else numpy)."""
+
+
 def default_embedder() -> Embedder:
-    """The process-wide default embedder (loaded on first use)."""
+    """The process-wide default embedder (loaded on first use): all-MiniLM-L6-v2, see :data:`EMBEDDER_ENV`."""
     global _EMBEDDER
     with _GLOBAL_LOCK:
         if _EMBEDDER is None:
-            _EMBEDDER = MiniLMEmbedder()
+            choice = os.environ.get(EMBEDDER_ENV, "auto").strip().lower() or "auto"
+            if choice not in ("auto", "onnx", "numpy"):
+                raise ConfigError(f"{EMBEDDER_ENV}={choice!r}: choose onnx, numpy or auto")
+            if choice == "numpy":
+                _EMBEDDER = MiniLMEmbedder()
+            else:
+                try:
+                    _EMBEDDER = OnnxMiniLMEmbedder()
+                except ConfigError:
+                    if choice == "onnx":
+                        raise
+                    _EMBEDDER = MiniLMEmbedder()
         return _EMBEDDER
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError, DataError
+from apibank_lib.protocols import PAPER, V2
 from apibank_lib.retrieval import gold_searches, rank_queries, retrieval_queries, retrieval_table, split_of
 from apibank_lib.retrievers import RETRIEVERS, api_words, make_retriever, normalize_query
 from apibank_lib.types import Param, ToolSchema
@@ -90,24 +91,56 @@ def test_the_retrieval_table_has_intervals_per_split(bench: Benchmark) -> None:
     assert row["hit@1 low"] <= row["hit@1"] <= row["hit@1 high"] and 0 <= row["MRR"] <= 1 and row["hit@3"] >= row["hit@1"]
 
 
+def test_the_retriever_enters_a_runs_identity_only_where_it_changes_answers() -> None:
+    from apibank_lib.runs import RunConfig
+
+    with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
+        RunConfig("oracle", retriever="bm26").validate()
+    ident = {"backend": "oracle"}
+    # Teacher-forced samples: the retriever only changes grading, so runs keep the identity they always had.
+    assert "retriever" not in RunConfig("oracle").identity("fp", ident, "reference")
+    assert "retriever" not in RunConfig("oracle", retriever="bm25").identity("fp", ident, "reference")
+    # Level-3 episodes show search results to the model: the retriever is part of what the run is.
+    assert RunConfig("oracle", level3="loop", retriever="bm25").identity("fp", ident, "reference")["retriever"] == "bm25"
+    assert RunConfig("oracle", level3="both").identity("fp", ident, "reference")["retriever"] == V2.retriever
+    assert "retriever" not in RunConfig("oracle", level3="loop", protocol=PAPER.name).identity("fp", ident, "reference")
+    assert RunConfig("oracle").effective_retriever() == V2.retriever != PAPER.retriever == "embedding"
+
+
 def test_a_run_names_its_retriever_and_scores_with_it(bench: Benchmark, tmp_path: Path) -> None:
     from apibank_lib.runner import run
     from apibank_lib.runs import RunConfig, RunFolder
     from apibank_lib.scoring import score_run
 
-    with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
-        RunConfig("oracle", retriever="bm26").validate()
-    default = RunConfig("oracle").identity("fp", {"backend": "oracle"}, "reference")
-    assert "retriever" not in default  # runs made before retrievers were choosable keep their identity
-    assert RunConfig("oracle", retriever="bm25").identity("fp", {"backend": "oracle"}, "reference")["retriever"] == "bm25"
     results = {}
-    for name in ("embedding", "bm25"):
-        result = run(RunConfig("oracle", levels=(2,), retriever=name, out=str(tmp_path / name)), bench=bench, progress=False)
+    for name in (None, "embedding", "bm25"):
+        result = run(RunConfig("oracle", levels=(2,), retriever=name, out=str(tmp_path / str(name))), bench=bench, progress=False)
         metrics = score_run(result.path, bench=bench)
-        assert metrics["retriever"] == name and RunFolder(result.path).read_info().retriever == name
-        results[name] = metrics["levels"]["2"]["api_correct"]
-    # The oracle's searches are the gold keywords: the default retriever finds every gold API, BM25 misses some.
-    assert results["embedding"] == metrics["levels"]["2"]["api_samples"] > results["bm25"]
+        used = name or V2.retriever
+        assert metrics["retriever"] == used and RunFolder(result.path).read_info().retriever == used
+        searches = [j for j in RunFolder(result.path).read_judgments() if j.gold_api == "ToolSearcher"]
+        assert searches and {j.retriever for j in searches} == {used}
+        results[used] = metrics["levels"]["2"]["api_correct"]
+    # The oracle's searches are the gold keywords: both embedding retrievers find every gold API, BM25 misses some.
+    assert results[V2.retriever] == results["embedding"] == metrics["levels"]["2"]["api_samples"] > results["bm25"]
+    # Re-grading with another retriever is a scoring option; the metrics say which one graded.
+    regraded = score_run(tmp_path / "None", bench=bench, retriever="bm25", write=False)
+    assert regraded["retriever"] == "bm25" and regraded["levels"]["2"]["api_correct"] == results["bm25"]
+
+
+def test_episodes_are_graded_only_with_the_retriever_they_searched_with(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.runner import run
+    from apibank_lib.runs import RunConfig
+    from apibank_lib.scoring import score_run
+
+    result = run(
+        RunConfig("oracle", levels=(3,), level3="loop", limit=2, retriever="bm25", out=str(tmp_path / "r")),
+        bench=bench,
+        progress=False,
+    )
+    assert score_run(result.path, bench=bench, write=False)["retriever"] == "bm25"
+    with pytest.raises(ConfigError, match="searched with 'bm25'"):
+        score_run(result.path, bench=bench, retriever="embedding", write=False)
 
 
 def test_a_sandbox_searches_with_a_named_retriever(bench: Benchmark) -> None:
