@@ -9,8 +9,27 @@ import pytest
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.protocols import PAPER, V2
-from apibank_lib.retrieval import gold_searches, rank_queries, retrieval_queries, retrieval_table, split_of
-from apibank_lib.retrievers import RETRIEVERS, api_words, make_retriever, normalize_query
+from apibank_lib.retrieval import (
+    compare_retrievers,
+    gold_searches,
+    rank_queries,
+    retrieval_queries,
+    retrieval_table,
+    split_of,
+    tune_enriched,
+)
+from apibank_lib.retrievers import (
+    ENRICHED_PENALTY,
+    ENRICHED_WEIGHT,
+    RETRIEVERS,
+    EnrichedRetriever,
+    api_action,
+    api_words,
+    load_phrasings,
+    make_retriever,
+    normalize_query,
+    query_action,
+)
 from apibank_lib.types import Param, ToolSchema
 
 
@@ -147,3 +166,78 @@ def test_a_sandbox_searches_with_a_named_retriever(bench: Benchmark) -> None:
     box = bench.sandbox(2, searcher="bm25")
     assert [s.name for s, _ in box.search_tools("book a hotel room", 1)] == ["BookHotel"]
     assert box.execute("[ToolSearcher(keywords='book a hotel room')]").output["name"] == "BookHotel"
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("add event to agenda", "create"),
+        ("Is there an alarm set for 6:30 tomorrow?", "read"),  # a look-up question, though it says "set"
+        ("Can you add a dinner to my agenda?", "create"),  # a request: its verb decides
+        ("call off the design review", "delete"),
+        ("cancelled bookings", "delete"),
+        ("Can the sync be moved to Wednesday?", "update"),
+        ("rescheduling my dentist", "update"),
+        ("what's my balance", "read"),
+        ("meeting info", "read"),
+        ("weather now", None),
+        ("", None),
+    ],
+)
+def test_queries_are_classed_by_the_action_they_ask_for(text: str, action: str | None) -> None:
+    assert query_action(text) == action
+
+
+def test_apis_are_classed_by_their_names_verb_else_their_description() -> None:
+    assert api_action(_schema("DeleteMeeting", "Remove a meeting.")) == "delete"
+    assert api_action(_schema("ModifyPassword", "Change the password.")) == "update"
+    assert api_action(_schema("AppointmentRegistration", "Book a visit with a doctor.")) == "create"
+    assert api_action(_schema("Calculator", "Evaluate a formula.")) is None
+
+
+def test_every_searchable_api_has_example_phrasings(bench: Benchmark) -> None:
+    phrasings = load_phrasings()
+    for level in (2, 3):
+        for schema in bench.toolset(level).searchable():
+            assert len(phrasings.get(schema.name, ())) >= 3, schema.name
+
+
+def test_a_broken_phrasings_file_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "p.yaml"
+    bad.write_text("phrasings:\n  AddAlarm: wake me\n")
+    with pytest.raises(DataError, match=r"p\.yaml: the phrasings of AddAlarm must be a list of non-empty texts"):
+        load_phrasings(bad)
+    bad.write_text("- just a list\n")
+    with pytest.raises(DataError, match="needs a 'phrasings' mapping"):
+        load_phrasings(bad)
+    assert load_phrasings(tmp_path / "missing.yaml") == {} and load_phrasings(None) == {}
+
+
+def test_enriched_scores_phrasings_and_penalises_the_wrong_action() -> None:
+    pool = [
+        _schema("AddMeeting", "Create a meeting with a topic, time and attendees."),
+        _schema("DeleteMeeting", "Remove a meeting with a topic, time and attendees."),
+        _schema("QueryStock", "Get the price of a company's stock."),
+    ]
+    plain = EnrichedRetriever(pool, phrasings={}, weight=0.6, penalty=0.0)
+    base = plain.scores("ticker quote")
+    with_examples = EnrichedRetriever(pool, phrasings={"QueryStock": ["ticker quote", "share price"]}, weight=0.6, penalty=0.0)
+    assert with_examples.scores("ticker quote")[2] == pytest.approx(0.4 * base[2] + 0.6 * 1.0, abs=1e-5)
+    assert with_examples.scores("ticker quote")[:2] == pytest.approx(base[:2], abs=1e-6)  # no phrasings: the paper text
+    penalised = EnrichedRetriever(pool, phrasings={}, weight=0.6, penalty=0.5)
+    diff = plain.scores("cancel the meeting") - penalised.scores("cancel the meeting")
+    assert diff == pytest.approx([0.5, 0.0, 0.5], abs=1e-6)  # creating and looking up are the wrong actions
+    assert penalised.search("cancel the meeting", k=1)[0][0].name == "DeleteMeeting"
+
+
+def test_the_enriched_setting_is_the_best_on_the_tuning_part(bench: Benchmark) -> None:
+    grid = tune_enriched(bench, weights=(0.0, ENRICHED_WEIGHT, 1.0), penalties=(0.0, ENRICHED_PENALTY, 0.15))
+    best = grid.iloc[0]
+    assert (best["weight"], best["penalty"]) == (ENRICHED_WEIGHT, ENRICHED_PENALTY)
+    assert set(grid["queries"]) == {sum(q.split == "tuning" for q in retrieval_queries(bench))}
+
+
+def test_the_v2_retriever_beats_the_papers_recipe_on_held_out_queries(bench: Benchmark) -> None:
+    cmp = compare_retrievers(bench, V2.retriever, PAPER.retriever, split="held-out", n_boot=500)
+    assert cmp["low"] > 0 and cmp["p_value"] < 0.01, cmp  # the whole interval of the difference is above zero
+    assert all(r["rank"] == 1 for r in rank_queries(bench, gold_searches(bench), V2.retriever))  # every gold search of our benchmark

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from apibank_lib.errors import ConfigError
-from apibank_lib.search import MiniLMEmbedder, ToolIndex, _gelu, default_embedder, search_text, split_camel
+from apibank_lib.search import EMBEDDER_ENV, OnnxMiniLMEmbedder, MiniLMEmbedder, ToolIndex, _gelu, default_embedder, search_text, split_camel
 from apibank_lib.types import Param, ToolSchema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,9 +202,37 @@ print(json.dumps([best, sorted(m for m in ("torch", "sentence_transformers", "tr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["AddAlarm", []]
 
 
-def test_default_embedder_is_the_numpy_one() -> None:
-    assert isinstance(default_embedder(), MiniLMEmbedder)
+def test_default_embedder_runs_the_model_in_onnx_runtime() -> None:
+    assert type(default_embedder()) is OnnxMiniLMEmbedder
     assert default_embedder() is default_embedder()
+
+
+@pytest.mark.parametrize(("choice", "kind"), [("numpy", "MiniLMEmbedder"), ("onnx", "OnnxMiniLMEmbedder"), ("", "OnnxMiniLMEmbedder")])
+def test_the_default_embedders_engine_can_be_chosen(choice: str, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import apibank_lib.search as search
+
+    monkeypatch.setattr(search, "_EMBEDDER", None)
+    monkeypatch.setenv(EMBEDDER_ENV, choice)
+    assert type(default_embedder()).__name__ == kind
+
+
+def test_an_unknown_embedder_engine_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import apibank_lib.search as search
+
+    monkeypatch.setattr(search, "_EMBEDDER", None)
+    monkeypatch.setenv(EMBEDDER_ENV, "cuda")
+    with pytest.raises(ConfigError, match="APIBANK_EMBEDDER='cuda': choose onnx, numpy or auto"):
+        default_embedder()
+
+
+def test_onnx_runtime_gives_the_numpy_vectors(embedder: MiniLMEmbedder) -> None:
+    onnx = OnnxMiniLMEmbedder()
+    texts = ["set an alarm", "Can you cancel my project review meeting on Friday?", "", "x", "word " * 400]
+    got, want = onnx.encode(texts), embedder.encode(texts)
+    assert got.shape == want.shape == (5, 384) and got.dtype == np.float32
+    assert np.abs(got - want).max() < 1e-6  # float32 rounding, as between numpy and sentence-transformers
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
+    assert onnx.name == embedder.name and onnx.truncates(texts[-1]) and onnx.encode([]).shape == (0, 384)
 
 
 def test_search_ranks_the_obvious_api_first(embedder: MiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
