@@ -181,7 +181,8 @@ def load_runs(
     Args:
         runs: run folders; default: every run folder under the runs folder (sorted by name).
         bench: the benchmark the runs used (loaded from each run's config otherwise).
-        rescore: score every run again (e.g. after a grading change).
+        rescore: score every run again (e.g. after a grading change). Runs whose metrics were graded with
+            another retriever than the run's (:attr:`RunInfo.retriever`) are scored again anyway.
     """
     if runs is None:
         root = default_runs_dir()
@@ -191,7 +192,12 @@ def load_runs(
         folder = item if isinstance(item, RunFolder) else RunFolder(item)
         info = folder.read_info()
         usable = bench if bench is not None and bench.fingerprint == info.identity["data_fingerprint"] else None
-        if rescore or not folder.metrics_path.is_file() or not folder.judgments_path.is_file():
+        stale = (
+            not folder.metrics_path.is_file()
+            or not folder.judgments_path.is_file()
+            or folder.read_metrics().get("retriever") != info.retriever  # graded before the protocol's retriever changed
+        )
+        if rescore or stale:
             score_run(folder.path, bench=usable)
         out.append(ScoredRun(folder, info, folder.read_metrics(), folder.read_judgments()))
     return out

@@ -23,6 +23,8 @@ __all__ = [
     "domains_figure",
     "toolalpaca_figure",
     "training_loss_figure",
+    "retrieval_figure",
+    "retriever_accuracy_figure",
     "save",
 ]
 
@@ -232,5 +234,57 @@ def training_loss_figure(curves: dict[str, Any], *, name: str = "training_loss",
     ax.set_ylabel("loss on target tokens (10-step mean)")
     ax.set_title("Fine-tuning loss (measured here)")
     ax.legend(fontsize=8)
+    save(fig, name, directory)
+    return fig
+
+
+def retrieval_figure(
+    table: Any, *, by: str = "split", metric: str = "hit@1", name: str = "retrieval", directory: str | Path | None = None
+) -> Any:
+    """A retrieval metric per retriever (bars with 95% intervals), one group per value of ``by``.
+
+    ``table`` is :func:`apibank_lib.retrieval.retrieval_table`'s (``hit@1`` or ``MRR`` with low/high columns).
+    """
+    plt = _plt()
+    retrievers = list(dict.fromkeys(table["retriever"]))
+    groups = list(dict.fromkeys(table[by]))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(retrievers) * len(groups) / 2 + 3), 3.8))
+    width = 0.8 / max(1, len(groups))
+    for g, group in enumerate(groups):
+        part = table[table[by] == group].set_index("retriever").reindex(retrievers)
+        xs = [i + (g - (len(groups) - 1) / 2) * width for i in range(len(retrievers))]
+        values = part[metric].astype(float)
+        err = [(values - part[f"{metric} low"]).clip(lower=0).fillna(0), (part[f"{metric} high"] - values).clip(lower=0).fillna(0)]
+        ax.bar(xs, values.fillna(0), width=width * 0.95, yerr=err, capsize=2, label=f"{by}: {group}")
+    ax.set_xticks(range(len(retrievers)), retrievers)
+    ax.set_ylabel(f"{metric} (%)" if metric != "MRR" else "mean reciprocal rank")
+    ax.set_ylim(0, 105 if metric != "MRR" else 1.05)
+    ax.set_title(f"ToolSearcher retrieval, {metric} per retriever (measured here, 95% CI over distinct queries)")
+    ax.legend(fontsize=8, loc="lower right")
+    save(fig, name, directory)
+    return fig
+
+
+def retriever_accuracy_figure(
+    table: Any, *, name: str = "accuracy_by_retriever", directory: str | Path | None = None
+) -> Any:
+    """API-call accuracy per model and level, one bar per retriever, from :func:`apibank_lib.retrieval.accuracy_by_retriever`."""
+    plt = _plt()
+    table = table.assign(panel=[f"{m}, level {lv}" for m, lv in zip(table["model"], table["level"])])
+    panels = list(dict.fromkeys(table["panel"]))
+    retrievers = list(dict.fromkeys(table["retriever"]))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.2 * len(panels) + 3), 4.0))
+    width = 0.8 / max(1, len(retrievers))
+    for r, retriever in enumerate(retrievers):
+        part = table[table["retriever"] == retriever].set_index("panel").reindex(panels)
+        xs = [i + (r - (len(retrievers) - 1) / 2) * width for i in range(len(panels))]
+        values = part["accuracy"].astype(float)
+        err = [(values - part["accuracy low"]).clip(lower=0).fillna(0), (part["accuracy high"] - values).clip(lower=0).fillna(0)]
+        ax.bar(xs, values.fillna(0), width=width * 0.95, yerr=err, capsize=2, label=retriever)
+    ax.set_xticks(range(len(panels)), panels, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("API-call accuracy (%), teacher-forced")
+    ax.set_ylim(0, 105)
+    ax.set_title("Levels 2 and 3 graded with each retriever (measured here, 95% CI over dialogues)")
+    ax.legend(fontsize=8, title="retriever", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, name, directory)
     return fig

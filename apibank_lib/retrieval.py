@@ -43,6 +43,7 @@ __all__ = [
     "retrieval_table",
     "compare_retrievers",
     "tune_enriched",
+    "accuracy_by_retriever",
     "forget_queries",
     "VARIANTS_FILE",
     "split_of",
@@ -336,3 +337,73 @@ def tune_enriched(
             rows.append({"weight": w, "penalty": p, "queries": len(tuning), "hit@1": round(100 * hits / len(tuning), 2)})
     table = pd.DataFrame(rows)
     return table.sort_values(["hit@1", "weight", "penalty"], ascending=[False, True, True], kind="stable").reset_index(drop=True)
+
+
+def accuracy_by_retriever(
+    bench: Benchmark,
+    runs: Sequence[Any],
+    retrievers: Sequence[str] = tuple(RETRIEVERS),
+    *,
+    levels: Sequence[int] = (2, 3),
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Any:
+    """API-call accuracy of runs at levels 2 and 3, their predictions graded again with each retriever.
+
+    Teacher-forced samples only: a model's answer does not depend on the retriever there (the context is the
+    gold dialogue), so one run serves every retriever and only the grading of its ToolSearcher calls changes.
+    Level-3 agent episodes show search results to the model, so they are left out (run them per retriever with
+    ``RunConfig(level3="loop", retriever=...)``). The oracle's run is the replay of the gold keywords.
+
+    Args:
+        bench: the benchmark the runs used.
+        runs: run folders (paths, :class:`~apibank_lib.runs.RunFolder` or scored runs with a ``folder``).
+        retrievers: retriever names.
+        levels: the levels reported.
+
+    Returns:
+        A DataFrame, one row per run, retriever and level: API-call samples, accuracy with its 95% interval
+        (dialogues resampled), the ToolSearcher samples among them and their accuracy; percentages.
+    """
+    import pandas as pd
+
+    from apibank_lib.grading import Grader
+    from apibank_lib.protocols import get_protocol
+    from apibank_lib.runs import Predictions, RunFolder
+    from apibank_lib.scoring import SEARCHER, judge_predictions
+
+    rows = []
+    for item in runs:
+        folder = getattr(item, "folder", item)
+        folder = folder if isinstance(folder, RunFolder) else RunFolder(folder)
+        info = folder.read_info()
+        if info.identity["data_fingerprint"] != bench.fingerprint:
+            raise DataError(f"run {folder.path} used other data (fingerprint {info.identity['data_fingerprint']})", bench.root)
+        read = folder.read_predictions()
+        kept = Predictions({k: r for k, r in read.records.items() if r.level in levels and r.kind == "api"})
+        model = getattr(item, "model", None) or info.model
+        for name in retrievers:
+            judgments = judge_predictions(bench, Grader(bench, get_protocol(info.protocol), searcher=name), kept)
+            for level in levels:
+                part = [j for j in judgments if j.level == level]
+                if not part:
+                    continue
+                hits = [float(bool(j.correct)) for j in part]
+                ci = bootstrap_mean(hits, [j.dialogue_id for j in part], n_boot=n_boot, seed=seed)
+                searches = [j for j in part if j.gold_api == SEARCHER]
+                rows.append(
+                    {
+                        "model": model,
+                        "retriever": name,
+                        "level": level,
+                        "API-call samples": len(part),
+                        "accuracy": round(100 * ci.estimate, 2),
+                        "accuracy low": round(100 * ci.low, 2),
+                        "accuracy high": round(100 * ci.high, 2),
+                        "search samples": len(searches),
+                        "search accuracy": round(100 * sum(bool(j.correct) for j in searches) / len(searches), 2)
+                        if searches
+                        else None,
+                    }
+                )
+    return pd.DataFrame(rows)

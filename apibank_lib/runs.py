@@ -138,10 +138,11 @@ class RunConfig:
             "seed": self.seed,
         }
         retriever = self.effective_retriever()
-        if self.level3 != "steps" and retriever != PAPER_RECIPE:
+        if 3 in self.levels and self.level3 != "steps" and retriever != PAPER_RECIPE:
             # The retriever changes answers only where search results are shown to the model: level-3 episodes.
             # Elsewhere it only changes grading, which can be redone on the same predictions. Named only when it
             # is not the one every run used before retrievers were choosable, so those runs keep their identity.
+            # (A run that adds level-3 episodes later therefore gets a folder of its own.)
             ident["retriever"] = retriever
         return ident
 

@@ -289,6 +289,95 @@ paper's training set.
         ),
         code(f"{CHECK}\nreport.table()"),
     ],
+    "07_retrieval": [
+        md("""
+# 07 · Tool retrieval
+
+ToolSearcher's retrieval measured on its own: every gold ToolSearcher step of the benchmark (its keywords and the
+API the dialogue needed next) and, for our benchmark, four rewordings of each distinct gold query written by us
+(paraphrase, terse, noisy, question), split by query into a *tuning* and a *held-out* part. Every retriever of
+`apibank_lib.retrievers` is measured on it (hit@1, hit@3, mean reciprocal rank, 95% intervals over distinct
+queries, latency), the `v2` protocol's retriever (`enriched`) is compared with the paper's recipe (`embedding`) on
+the held-out part, and levels 2 and 3 are graded again with each retriever: the oracle (the gold keywords) and the
+models. With `DATA` set to an official release, its own gold searches are measured (our rewordings belong to our
+benchmark only).
+"""),
+        code(
+            "import pandas as pd\nfrom apibank_lib import load_benchmark\n"
+            "from apibank_lib import analysis, plots, retrieval, workbench\nfrom apibank_lib.protocols import PAPER, V2"
+        ),
+        code(
+            'DATA = None  # the bundled benchmark; or the root of an official API-Bank release\n'
+            'RETRIEVERS = ["embedding", "embedding-norm", "bm25", "fields", "hybrid", "enriched"]\n'
+            'MODELS = ["oracle", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m"]  # run on levels 2 and 3, teacher-forced\n'
+            'LIMIT = 10  # samples per level; None for all\n'
+            'MODEL_LIMITS = {"llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2}\n'
+            'N_BOOT = 200\nSEED = 0\nRUNS_DIR = None',
+            parameters=True,
+        ),
+        code(
+            f"{CHECK}\nbench = load_benchmark(DATA)\nqueries = retrieval.retrieval_queries(bench)\n"
+            'frame = pd.DataFrame([q.__dict__ for q in queries])\n'
+            'frame.groupby(["level", "split", "kind"]).size().unstack(fill_value=0)'
+        ),
+        md("## Every retriever on the retrieval benchmark\n\nWarm ms: the median time of a search for a query new to the retriever (its embedding computed); cold ms: building the retriever once the embedding model is loaded. `benchmarks/retrieval_latency.py` measures latency more carefully."),
+        code(
+            "table = retrieval.retrieval_table(bench, RETRIEVERS, queries=queries, n_boot=N_BOOT, seed=SEED)\n"
+            'analysis.save_table(table, "retrieval")\ntable'
+        ),
+        code(f'{CHECK}\nQUALITY = ["retriever", "split", "queries", "hit@1", "hit@1 low", "hit@1 high", "hit@3", "MRR"]\ntable[QUALITY]'),
+        code('plots.retrieval_figure(table, by="split");'),
+        md("## The `v2` retriever against the paper's recipe, on held-out queries\n\nThe difference in hit@1 on the same queries, with a 95% interval that resamples distinct queries and the p-value of a permutation test; the enriched retriever's two settings were chosen on the tuning part only (below)."),
+        code(
+            f"{CHECK}\nheld_out = retrieval.compare_retrievers(bench, V2.retriever, PAPER.retriever, split=\"held-out\", queries=queries, n_boot=N_BOOT, seed=SEED)\n"
+            'pd.DataFrame([held_out])'
+        ),
+        code(
+            f"{CHECK}\nheld = [q for q in queries if q.split == \"held-out\"]\n"
+            'by_kind = retrieval.retrieval_table(bench, [PAPER.retriever, V2.retriever], queries=held, by=("kind",), n_boot=N_BOOT, seed=SEED)\n'
+            'analysis.save_table(by_kind, "retrieval_by_kind")\nby_kind[["retriever", "kind", "queries", "hit@1", "hit@1 low", "hit@1 high", "MRR"]]'
+        ),
+        code('plots.retrieval_figure(by_kind, by="kind", name="retrieval_by_kind");'),
+        md("By level and by domain, every query:"),
+        code(
+            f'{CHECK}\nby_level = retrieval.retrieval_table(bench, [PAPER.retriever, V2.retriever], queries=queries, by=("level", "split"), n_boot=N_BOOT, seed=SEED)\n'
+            'by_level[["retriever", "level", "split", "queries", "hit@1", "hit@1 low", "hit@1 high", "MRR"]]'
+        ),
+        code(
+            'by_domain = retrieval.retrieval_table(bench, [PAPER.retriever, V2.retriever], queries=queries, by=("domain",), n_boot=N_BOOT, seed=SEED)\n'
+            'analysis.save_table(by_domain, "retrieval_by_domain")\n'
+            'by_domain.pivot(index="domain", columns="retriever", values="hit@1")'
+        ),
+        md("## How the enriched retriever was set\n\nIts score is `(1 - weight) * cos(query, name and description) + weight * max cos(query, example phrasing)`, minus `penalty` when the query asks for another action than the API's. Both were picked as the best of this grid on the **tuning** queries (ties: the smaller values); held-out queries were not used."),
+        code(
+            f"{CHECK}\ngrid = retrieval.tune_enriched(bench, queries=queries)\n"
+            'analysis.save_table(grid, "enriched_tuning_grid")\ngrid.pivot(index="weight", columns="penalty", values="hit@1")'
+        ),
+        md("## Gold keywords\n\nThe gold ToolSearcher calls alone: a retriever that misses one makes `v2` mark the gold call itself wrong."),
+        code(
+            f'{CHECK}\ngold = retrieval.retrieval_table(bench, RETRIEVERS, queries=retrieval.gold_searches(bench), by=("level",), n_boot=N_BOOT, seed=SEED)\n'
+            'analysis.save_table(gold, "retrieval_gold")\ngold[["retriever", "level", "queries", "hit@1", "hit@3", "MRR"]]'
+        ),
+        code(
+            f"{CHECK}\nfound = gold[gold.retriever == V2.retriever]\n"
+            "hits = int(round((found['hit@1'] * found['queries']).sum() / 100))\n"
+            "print(f\"{V2.retriever}: {hits} of {found['queries'].sum()} gold ToolSearcher calls of {bench.name} retrieve the gold API at rank 1\")\n"
+            "for _, row in gold[gold.retriever == PAPER.retriever].iterrows():\n"
+            "    print(f\"{PAPER.retriever}, level {row['level']}: hit@1 {row['hit@1']}% of {row['queries']}\")"
+        ),
+        md("## Levels 2 and 3, graded with each retriever\n\nEach model runs once on the teacher-forced samples of levels 2 and 3 (the context is the gold dialogue, so its answers do not depend on the retriever); its predictions are then graded with every retriever. The oracle's predictions are the gold calls: its row is the gold-keyword replay. (Agent episodes show search results to the model, so they need one run per retriever: `RunConfig(level3=\"loop\", retriever=...)`.)"),
+        code(
+            "folders, summary = workbench.run_models(\n"
+            "    MODELS, bench, protocol=V2.name, levels=[2, 3], limit=LIMIT, model_limits=MODEL_LIMITS, level3=\"steps\",\n"
+            "    runs_dir=RUNS_DIR, progress=False,\n"
+            ")\n"
+            "accuracy = retrieval.accuracy_by_retriever(bench, folders, RETRIEVERS, n_boot=N_BOOT, seed=SEED)\n"
+            'analysis.save_table(accuracy, "accuracy_by_retriever")\naccuracy'
+        ),
+        md("The reference backends' rows do not depend on the machine:"),
+        code(f'{CHECK}\naccuracy[accuracy.model.isin(["oracle", "heuristic"])].reset_index(drop=True)'),
+        code("plots.retriever_accuracy_figure(accuracy);"),
+    ],
 }
 
 

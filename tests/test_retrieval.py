@@ -122,6 +122,7 @@ def test_the_retriever_enters_a_runs_identity_only_where_it_changes_answers() ->
     # Level-3 episodes show search results to the model: the retriever is part of what the run is.
     assert RunConfig("oracle", level3="loop", retriever="bm25").identity("fp", ident, "reference")["retriever"] == "bm25"
     assert RunConfig("oracle", level3="both").identity("fp", ident, "reference")["retriever"] == V2.retriever
+    assert "retriever" not in RunConfig("oracle", levels=(1, 2), level3="both").identity("fp", ident, "reference")
     assert "retriever" not in RunConfig("oracle", level3="loop", protocol=PAPER.name).identity("fp", ident, "reference")
     assert RunConfig("oracle").effective_retriever() == V2.retriever != PAPER.retriever == "embedding"
 
