@@ -413,6 +413,26 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retrieval(args: argparse.Namespace) -> int:
+    from apibank_lib.analysis import save_table
+    from apibank_lib.datasets import load_benchmark
+    from apibank_lib.retrieval import gold_searches, retrieval_queries, retrieval_table
+
+    bench = load_benchmark(args.data)
+    queries = gold_searches(bench) if args.gold else retrieval_queries(bench)
+    if not queries:
+        raise ConfigError(f"{bench.root} has no gold ToolSearcher step to measure retrieval on")
+    table = retrieval_table(bench, args.retriever or None, queries=queries, by=args.by, n_boot=args.n_boot)
+    if args.save:
+        paths = save_table(table, args.save)
+        _warn(f"saved {paths['csv']} and {paths['md']}")
+    if args.json:
+        _print_json(json.loads(table.to_json(orient="records")))
+    else:
+        print(table.to_markdown(index=False))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from apibank_lib.analysis import compare_runs, load_runs, save_table
 
@@ -685,6 +705,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("retrieval", help="hit@1, hit@3 and MRR of retrievers on the benchmark's ToolSearcher queries")
+    common(p)
+    p.add_argument("--retriever", action="append", choices=list(RETRIEVERS), help="a retriever to measure (repeat; default: all)")
+    p.add_argument("--by", nargs="+", default=["split"], choices=["split", "kind", "level", "domain"], help="group rows by these")
+    p.add_argument("--gold", action="store_true", help="only the gold ToolSearcher steps (no rewordings)")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates of the intervals")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
+    p.set_defaults(func=cmd_retrieval)
 
     p = sub.add_parser("reproduce", help="execute every numbered notebook with papermill: all tables and figures")
     p.add_argument("--full", action="store_true", help="every sample for every model (default: a quick profile)")

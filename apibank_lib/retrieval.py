@@ -9,6 +9,10 @@ Queries come from two places:
   (``data/retrieval/queries.yaml``): a paraphrase, a terse and a noisy wording
   (and sometimes a question).
 
+Each query is searched as a protocol runs it (``v2`` by default: CamelCase words
+split, so an official release's level-3 keywords such as ``GetOccupationSalary``
+read as words, as they do when graded).
+
 Queries are split into a *tuning* and a *held-out* part by a hash of the
 distinct gold query they belong to, so a query's variants stay on one side.
 Metrics: hit@1, hit@3 and mean reciprocal rank, with 95% bootstrap intervals
@@ -29,6 +33,7 @@ import yaml
 
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import DataError
+from apibank_lib.protocols import V2, GradingProtocol
 from apibank_lib.retrievers import RETRIEVERS, EnrichedRetriever, make_retriever
 from apibank_lib.stats import bootstrap_mean, paired_comparison
 from apibank_lib.tools.registry import domains
@@ -59,13 +64,14 @@ class RetrievalQuery:
 
     Attributes:
         group: the distinct gold query it belongs to (keywords and API), used for the split and the intervals.
-        keywords: the text searched.
+        keywords: the text searched (as the protocol runs it).
         api: the API the search must retrieve.
         level: 2 or 3 (which tool set is searched).
         kind: ``gold``, ``paraphrase``, ``terse``, ``noisy`` or ``question``.
         split: ``tuning`` or ``held-out``.
         domain: the API's domain.
         source: the dialogue (or level-3 item) of the gold step; empty for variants.
+        written: the keywords as written, before the protocol's rewrite.
     """
 
     group: str
@@ -76,6 +82,7 @@ class RetrievalQuery:
     split: str
     domain: str
     source: str = ""
+    written: str = ""
 
 
 def split_of(keywords: str, api: str) -> str:
@@ -87,8 +94,12 @@ def _domain(api: str) -> str:
     return domains().get(api, "level-3" if api else "")
 
 
-def gold_searches(bench: Benchmark) -> list[RetrievalQuery]:
-    """Every gold ToolSearcher step of a benchmark, in dataset order."""
+def _searched(keywords: str, level: int, protocol: GradingProtocol) -> str:
+    return str(protocol.rewrite_keywords(keywords, level))
+
+
+def gold_searches(bench: Benchmark, protocol: GradingProtocol = V2) -> list[RetrievalQuery]:
+    """Every gold ToolSearcher step of a benchmark, in dataset order, searched as ``protocol`` runs it."""
     out: list[RetrievalQuery] = []
 
     def add(record: ApiRecord, level: int, source: str) -> None:
@@ -97,7 +108,19 @@ def gold_searches(bench: Benchmark) -> list[RetrievalQuery]:
         if not names or not keywords:
             return
         api = names[-1]
-        out.append(RetrievalQuery(f"{keywords}\x00{api}", keywords, api, level, "gold", split_of(keywords, api), _domain(api), source))
+        out.append(
+            RetrievalQuery(
+                f"{keywords}\x00{api}",
+                _searched(keywords, level, protocol),
+                api,
+                level,
+                "gold",
+                split_of(keywords, api),
+                _domain(api),
+                source,
+                keywords,
+            )
+        )
 
     for d in bench.level2:
         for t in d.turns:
@@ -110,7 +133,9 @@ def gold_searches(bench: Benchmark) -> list[RetrievalQuery]:
     return out
 
 
-def retrieval_queries(bench: Benchmark, variants: str | Path | None = VARIANTS_FILE) -> list[RetrievalQuery]:
+def retrieval_queries(
+    bench: Benchmark, variants: str | Path | None = VARIANTS_FILE, protocol: GradingProtocol = V2
+) -> list[RetrievalQuery]:
     """The gold searches plus, where the variants file has them, our variants of each distinct gold query.
 
     Args:
@@ -118,8 +143,9 @@ def retrieval_queries(bench: Benchmark, variants: str | Path | None = VARIANTS_F
         variants: the variants file (None: gold searches only). Variants of queries
             the benchmark does not have are ignored, so an official release gets
             only its gold searches unless its queries coincide with ours.
+        protocol: whose keyword rewrite the searches go through.
     """
-    gold = gold_searches(bench)
+    gold = gold_searches(bench, protocol)
     if variants is None or not Path(variants).is_file():
         return gold
     try:
@@ -140,13 +166,18 @@ def retrieval_queries(bench: Benchmark, variants: str | Path | None = VARIANTS_F
         if group not in levels:
             continue
         for kind in sorted(texts):
-            out.append(RetrievalQuery(group, str(texts[kind]), api, levels[group], kind, split_of(keywords, api), _domain(api)))
+            text, level = str(texts[kind]), levels[group]
+            out.append(
+                RetrievalQuery(
+                    group, _searched(text, level, protocol), api, level, kind, split_of(keywords, api), _domain(api), "", text
+                )
+            )
     return out
 
 
 def forget_queries(retriever: Any) -> None:
     """Empty the query-embedding caches a retriever searches through, so that its next search is timed as new."""
-    for attr in ("index", "paper", "dense"):
+    for attr in ("index", "dense"):
         part = getattr(retriever, attr, None)
         if part is None:
             continue
@@ -204,7 +235,7 @@ def rank_queries(
 
 def retrieval_table(
     bench: Benchmark,
-    retrievers: Sequence[str] = tuple(RETRIEVERS),
+    retrievers: Sequence[str] | None = None,
     *,
     queries: Sequence[RetrievalQuery] | None = None,
     by: Sequence[str] = ("split",),
@@ -216,7 +247,7 @@ def retrieval_table(
 
     Args:
         bench: the benchmark searched.
-        retrievers: retriever names.
+        retrievers: retriever names (default: all of them).
         queries: the queries (default: :func:`retrieval_queries` of the benchmark).
         by: columns to group by besides the retriever (``split``, ``kind``, ``level``, ``domain``).
     Returns:
@@ -227,7 +258,7 @@ def retrieval_table(
 
     queries = list(queries) if queries is not None else retrieval_queries(bench)
     rows = []
-    for name in retrievers:
+    for name in retrievers if retrievers is not None else tuple(RETRIEVERS):
         frame = pd.DataFrame(rank_queries(bench, queries, name, embedder=embedder))
         for key, part in frame.groupby(list(by), sort=True) if by else [((), frame)]:
             key = key if isinstance(key, tuple) else (key,)

@@ -247,13 +247,13 @@ class FieldsRetriever:
         from apibank_lib.search import default_embedder, default_searcher, embed_texts
 
         self.schemas = list(schemas)
-        self.paper = default_searcher(self.schemas, embedder)
+        self.index = default_searcher(self.schemas, embedder)
         self.params = embed_texts([_parameter_text(s) for s in self.schemas], embedder or default_embedder())
 
     def scores(self, keywords: str) -> np.ndarray:
         """The better of the two fields' cosine similarities, per candidate."""
-        q = self.paper.embed_query(normalize_query(keywords))
-        return np.maximum(self.paper.matrix @ q, self.params @ q)
+        q = self.index.embed_query(normalize_query(keywords))
+        return np.maximum(self.index.matrix @ q, self.params @ q)
 
     def search(self, keywords: str, k: int = 1) -> list[tuple[ToolSchema, float]]:
         return _top(self.schemas, self.scores(keywords), k)

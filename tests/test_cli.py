@@ -168,3 +168,14 @@ def test_a_closed_pipe_is_not_a_traceback() -> None:
     cmd = f"{sys.executable} -m apibank_lib replay --data {OFFICIAL_FIXTURE} --protocol paper --verbose --level 1 | head -n 1"
     done = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=ENV, timeout=120)
     assert done.stdout.startswith("Protocol paper") and "Traceback" not in done.stderr, done.stderr
+
+
+def test_retrieval_measures_retrievers_on_the_official_fixture(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["retrieval", "--data", str(OFFICIAL_FIXTURE), "--retriever", "enriched", "--retriever", "bm25", "--gold", "--by", "level", "--n-boot", "50", "--json"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["retriever"] for r in rows] == ["enriched"] * 2 + ["bm25"] * 2 and [r["level"] for r in rows] == [2, 3, 2, 3]
+    assert all(0 <= r["hit@1"] <= 100 and r["hit@1 low"] <= r["hit@1"] <= r["hit@1 high"] for r in rows)
+    assert main(["search", "cancel my meeting", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "DeleteMeeting" in out.splitlines()[2] and "score" in out.splitlines()[0]  # the v2 retriever, not a cosine
