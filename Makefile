@@ -58,6 +58,7 @@ test-fast: setup
 benchmarks: setup
 	$(BIN)/python benchmarks/replay_speed.py
 	$(BIN)/python benchmarks/search_latency.py
+	$(BIN)/python benchmarks/retrieval_latency.py
 	$(BIN)/python benchmarks/runner_speed.py
 
 clean:

@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bert_mean_pooling_graph"]
+__all__ = ["bert_mean_pooling_graph", "GRAPH_VERSION"]
+
+GRAPH_VERSION = 1
+"""Bumped whenever the graph this module builds changes, so that cached copies of older graphs are not used."""
 
 _OPSET = 17  # the first with LayerNormalization
 

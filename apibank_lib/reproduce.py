@@ -1,6 +1,6 @@
 """Execute the numbered notebooks in order with papermill: every table and figure, regenerated.
 
-The committed notebooks (``notebooks/00_*.ipynb`` ... ``05_*.ipynb``) keep small
+The committed notebooks (``notebooks/00_*.ipynb`` ... ``07_*.ipynb``) keep small
 default parameters, so that the test command can execute them quickly (nbval).
 :func:`reproduce` runs them with the parameters of a profile instead (``quick``,
 the default, sized for a 2-core machine; ``full``, every sample for every
@@ -60,7 +60,7 @@ class Reproduction:
 
 
 def notebooks(directory: str | Path | None = None) -> list[Path]:
-    """The numbered notebooks, in order (``00_...`` to ``06_...``; the explorer is not numbered)."""
+    """The numbered notebooks, in order (``00_...`` to ``07_...``; the explorer is not numbered)."""
     folder = Path(directory) if directory is not None else NOTEBOOKS_DIR
     return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
 

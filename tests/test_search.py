@@ -265,3 +265,22 @@ def test_changed_metadata_gets_a_new_cache_entry(embedder: MiniLMEmbedder, tmp_p
     changed = [SCHEMAS[0], _schema("BookHotel", "Book a room.")] + SCHEMAS[2:]
     ToolIndex(changed, embedder)
     assert len(list((tmp_path / "embeddings").glob("*.npy"))) == 2
+
+
+def test_the_onnx_graph_is_built_once_and_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import apibank_lib.onnx_graph as onnx_graph
+
+    monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
+    first = OnnxMiniLMEmbedder()
+    assert len(list((tmp_path / "onnx").glob("*.onnx"))) == 1
+
+    def no_build(*args: Any, **kwargs: Any) -> bytes:
+        raise AssertionError("the cached graph should have been used")
+
+    monkeypatch.setattr(onnx_graph, "bert_mean_pooling_graph", no_build)
+    again = OnnxMiniLMEmbedder()
+    assert np.array_equal(again.encode(["set an alarm"]), first.encode(["set an alarm"]))
+    next((tmp_path / "onnx").glob("*.onnx")).write_bytes(b"not a model")
+    with pytest.raises(ConfigError, match="rebuilt next time"):
+        OnnxMiniLMEmbedder()
+    assert not list((tmp_path / "onnx").glob("*.onnx"))  # the damaged file is gone
