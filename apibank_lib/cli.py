@@ -413,8 +413,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_retrieval(args: argparse.Namespace) -> int:
+def _show_table(table: Any, args: argparse.Namespace) -> int:
+    """Print a DataFrame as Markdown (or JSON records with ``--json``), saving it first with ``--save NAME``."""
     from apibank_lib.analysis import save_table
+
+    if args.save:
+        paths = save_table(table, args.save)
+        _warn(f"saved {paths['csv']} and {paths['md']}")
+    if args.json:
+        _print_json(json.loads(table.to_json(orient="records")))
+    else:
+        print(table.to_markdown(index=False))
+    return 0
+
+
+def cmd_retrieval(args: argparse.Namespace) -> int:
     from apibank_lib.datasets import load_benchmark
     from apibank_lib.retrieval import gold_searches, retrieval_queries, retrieval_table
 
@@ -423,28 +436,13 @@ def cmd_retrieval(args: argparse.Namespace) -> int:
     if not queries:
         raise ConfigError(f"{bench.root} has no gold ToolSearcher step to measure retrieval on")
     table = retrieval_table(bench, args.retriever or None, queries=queries, by=args.by, n_boot=args.n_boot)
-    if args.save:
-        paths = save_table(table, args.save)
-        _warn(f"saved {paths['csv']} and {paths['md']}")
-    if args.json:
-        _print_json(json.loads(table.to_json(orient="records")))
-    else:
-        print(table.to_markdown(index=False))
-    return 0
+    return _show_table(table, args)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from apibank_lib.analysis import compare_runs, load_runs, save_table
+    from apibank_lib.analysis import compare_runs, load_runs
 
-    table = compare_runs(load_runs(args.runs))
-    if args.save:
-        paths = save_table(table, args.save)
-        _warn(f"saved {paths['csv']} and {paths['md']}")
-    if args.json:
-        _print_json(json.loads(table.to_json(orient="records")))
-    else:
-        print(table.to_markdown(index=False))
-    return 0
+    return _show_table(compare_runs(load_runs(args.runs)), args)
 
 
 def cmd_check_train(args: argparse.Namespace) -> int:

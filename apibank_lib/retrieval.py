@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import DataError
+from apibank_lib.formats.yamlfile import read_yaml
 from apibank_lib.protocols import V2, GradingProtocol
 from apibank_lib.retrievers import RETRIEVERS, EnrichedRetriever, make_retriever
 from apibank_lib.stats import bootstrap_mean, paired_comparison
@@ -148,11 +147,10 @@ def retrieval_queries(
     gold = gold_searches(bench, protocol)
     if variants is None or not Path(variants).is_file():
         return gold
-    try:
-        data = yaml.safe_load(Path(variants).read_text(encoding="utf-8"))
-        entries = data["queries"]
-    except (yaml.YAMLError, KeyError, TypeError) as exc:
-        raise DataError(f"not a retrieval-variants file: {exc}", variants) from exc
+    data = read_yaml(variants)
+    entries = data.get("queries") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise DataError("not a retrieval-variants file: it needs a 'queries' list", variants)
     levels: dict[str, int] = {}
     for q in gold:
         levels.setdefault(q.group, q.level)
@@ -181,9 +179,8 @@ def forget_queries(retriever: Any) -> None:
         part = getattr(retriever, attr, None)
         if part is None:
             continue
-        cache = getattr(part, "_queries", None)
-        if cache is not None:
-            cache.clear()
+        if hasattr(part, "forget_queries"):
+            part.forget_queries()
         else:
             forget_queries(part)
 

@@ -618,6 +618,11 @@ class ToolIndex:
                 self._queries.popitem(last=False)
         return v
 
+    def forget_queries(self) -> None:
+        """Empty the in-memory cache of query embeddings (benchmarks time new queries this way)."""
+        with self._lock:
+            self._queries.clear()
+
     def scores(self, keywords: str) -> np.ndarray:
         """Cosine similarity of ``keywords`` with every candidate, in candidate order."""
         return self.matrix @ self.embed_query(keywords)
