@@ -36,7 +36,7 @@ from apibank_lib.protocols import V2, GradingProtocol
 from apibank_lib.retrievers import RETRIEVERS, EnrichedRetriever, make_retriever
 from apibank_lib.stats import bootstrap_mean, paired_comparison
 from apibank_lib.tools.registry import domains
-from apibank_lib.tools.searcher import retrieved_names
+from apibank_lib.tools.searcher import ToolSearcher, retrieved_names
 from apibank_lib.types import ApiRecord
 
 __all__ = [
@@ -398,7 +398,7 @@ def accuracy_by_retriever(
     from apibank_lib.grading import Grader
     from apibank_lib.protocols import get_protocol
     from apibank_lib.runs import Predictions, RunFolder
-    from apibank_lib.scoring import SEARCHER, judge_predictions
+    from apibank_lib.scoring import judge_predictions
 
     rows = []
     for item in runs:
@@ -418,7 +418,7 @@ def accuracy_by_retriever(
                     continue
                 hits = [float(bool(j.correct)) for j in part]
                 ci = bootstrap_mean(hits, [j.dialogue_id for j in part], n_boot=n_boot, seed=seed)
-                searches = [j for j in part if j.gold_api == SEARCHER]
+                searches = [j for j in part if j.gold_api == ToolSearcher.name]
                 rows.append(
                     {
                         "model": model,

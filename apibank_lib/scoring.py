@@ -27,14 +27,12 @@ from apibank_lib.grading import Grader
 from apibank_lib.protocols import get_protocol
 from apibank_lib.runs import JudgmentRecord, Predictions, RunFolder, RunInfo, plan
 from apibank_lib.taxonomy import PAPER_LABEL
+from apibank_lib.tools.searcher import ToolSearcher
 from apibank_lib.types import ApiCallSample, Episode, Sample
 
 __all__ = ["score_run", "judge_predictions", "aggregate", "coverage"]
 
 TOTAL_NOTE = "overall = micro average over all scored samples (the paper does not state how its Total is aggregated)"
-
-
-SEARCHER = "ToolSearcher"
 
 
 def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions) -> list[JudgmentRecord]:
@@ -84,7 +82,7 @@ def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions
                 )
                 if j.category is not None:
                     base.category, base.paper_category = j.category.value, PAPER_LABEL[j.category].value
-                if base.gold_api == SEARCHER or (j.call is not None and j.call.name == SEARCHER):
+                if base.gold_api == ToolSearcher.name or (j.call is not None and j.call.name == ToolSearcher.name):
                     base.retriever = searcher_name
             else:
                 base.rouge_scores = grader.reply_scores(item, rec.text())

