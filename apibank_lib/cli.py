@@ -333,8 +333,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         tasks=tuple(args.task) if args.task else ("api", "response"),
         retriever=args.retriever,
         max_steps=args.max_steps,
+        prompt_mode=args.prompt_mode,
+        tool_choice=args.tool_choice,
         native_tools=args.native_tools,
         retry_failed=args.retry_failed,
+        restart=args.restart,
         backend_options=_options(args.option),
     )
     result = run(config, progress=not args.json)
@@ -576,6 +579,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``apibank`` command."""
+    from apibank_lib.backends.base import MODEL_PROMPT_MODES
+    from apibank_lib.chat import TOOL_CHOICES
     from apibank_lib.protocols import PROTOCOLS, V2
     from apibank_lib.retrievers import RETRIEVERS
 
@@ -687,8 +692,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="teacher-forced steps, agent episodes, or both",
     )
     p.add_argument("--max-steps", type=int, default=12, help="agent-loop step limit")
-    p.add_argument("--native-tools", action="store_true", help="native tool calling (openai backend)")
+    p.add_argument(
+        "--prompt-mode",
+        choices=list(MODEL_PROMPT_MODES),
+        default=None,
+        help="chat: chat turns, tool calls and tool messages (default for chat models); paper: the paper's text "
+        "prompt as messages; completion: the flattened text (default for base models)",
+    )
+    p.add_argument(
+        "--tool-choice",
+        choices=list(TOOL_CHOICES),
+        default="required",
+        help="chat mode: an API-call sample demands a call (required, as the paper's prompt does) or lets the model decide",
+    )
+    p.add_argument("--native-tools", action="store_true", help="the older name of --prompt-mode chat")
     p.add_argument("--retry-failed", action="store_true", help="re-run samples whose backend call failed")
+    p.add_argument(
+        "--restart", action="store_true", help="start the run over: the folder's answers so far are moved aside first"
+    )
     p.add_argument(
         "--option",
         action="append",

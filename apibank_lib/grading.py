@@ -31,6 +31,7 @@ from apibank_lib.protocols import V2, GradingProtocol, StatePolicy
 from apibank_lib.replies import REPLY_METRICS, score_reply
 from apibank_lib.sandbox import Sandbox, json_copy
 from apibank_lib.taxonomy import ErrorCategory, Observation, classify
+from apibank_lib.toolcalls import ParsedAnswer
 from apibank_lib.types import ApiCall, ApiCallSample, Episode, ResponseSample
 
 __all__ = ["Judgment", "EpisodeJudgment", "Grader", "replay"]
@@ -152,15 +153,50 @@ class Grader:
     # --- API calls ------------------------------------------------------------------------------
 
     def judge_api(self, sample: ApiCallSample, text: str) -> Judgment:
-        """Judge one API-call prediction (raw model text) against the sample's gold call."""
-        gold_name, gold_result = sample.gold.api_name, sample.gold.result
-        notes: list[str] = []
+        """Judge one API-call prediction (raw model text, read by the protocol's parser) against the sample's gold call."""
         text = text if isinstance(text, str) else ""
         call, parse_error = self.protocol.parse(text)
+        attempted = call is None and looks_like_call_attempt(text)
+        return self.judge_call(sample, call, parse_error, attempted=attempted)
+
+    def judge_parsed(self, sample: ApiCallSample, parsed: ParsedAnswer) -> Judgment:
+        """Judge a chat model's answer, read by :func:`apibank_lib.toolcalls.parse_tool_calls`.
+
+        The first call is graded (one call per sample, as in the paper); when the answer held several, a note
+        says how many. An attempt that could not be read is a False API Call Format with the raw text noted.
+        """
+        notes: list[str] = []
+        if parsed.n_calls > 1:
+            notes.append(f"{parsed.n_calls} calls in one answer ({parsed.format}); the first is graded")
+        if parsed.error is not None and parsed.calls:
+            notes.append(f"a later call could not be read: {parsed.error}")
+        if not parsed.calls and parsed.error is not None:
+            notes.append(f"raw answer: {parsed.text[:500]}")
+        error = parsed.error if not parsed.calls else None
+        return self.judge_call(sample, parsed.first, error, attempted=parsed.format is not None, notes=notes)
+
+    def judge_call(
+        self,
+        sample: ApiCallSample,
+        call: ApiCall | None,
+        parse_error: str | None = None,
+        *,
+        attempted: bool = False,
+        notes: list[str] | None = None,
+    ) -> Judgment:
+        """Judge an already-read call (None when the answer had none) against the sample's gold call.
+
+        Args:
+            sample: the API-call sample.
+            call: the predicted call.
+            parse_error: why a call attempt could not be read (the call is then None).
+            attempted: the answer tried to call an API in some form (no call read).
+            notes: notes so far, extended here.
+        """
+        gold_name, gold_result = sample.gold.api_name, sample.gold.result
+        notes = notes if notes is not None else []
         if call is None:
-            obs = Observation(
-                found_call=False, attempted_call=looks_like_call_attempt(text), parse_failed=parse_error is not None
-            )
+            obs = Observation(found_call=False, attempted_call=attempted, parse_failed=parse_error is not None)
             return Judgment(False, classify(obs), parse_error or "no API call found", None, None, notes)
         # Under a shared state every predicted call runs (it changes what later samples see), as in the original.
         executes_any = self.protocol.state_for(sample.level) is StatePolicy.SHARED

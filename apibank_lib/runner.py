@@ -26,18 +26,21 @@ import json
 import re
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.backends.base import Backend, Completion, Request
+from apibank_lib.backends.base import Backend, Completion, Request, ToolsIgnored
 from apibank_lib.calls import format_call
+from apibank_lib.chat import build_chat
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ApibankError, BackendError, ConfigError
 from apibank_lib.prompts import build_prompt
 from apibank_lib.protocols import GradingProtocol, get_protocol
+from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.runs import (
     EpisodeStep,
     PredictionRecord,
@@ -145,14 +148,23 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
     Raises:
         ConfigError: the folder already holds a run whose identity differs (the differing keys are named).
     """
+    mode = backend.prompt_mode(config.requested_prompt_mode())
     identity = json.loads(
         json.dumps(
-            config.identity(bench.fingerprint, backend.identity(), backend.prompt_mode(config.native_tools)),
+            config.identity(bench.fingerprint, backend.identity(), mode, backend.mode_identity(mode, config.tool_choice)),
             default=str,
         )
     )
     parent = Path(config.runs_dir) if config.runs_dir else default_runs_dir()
     folder = RunFolder(config.out or parent / _folder_name(identity, config.protocol))
+    if config.restart:
+        folder.discard()
+    ignored = [w for w in folder.read_warnings() if w.get("kind") == "tools_ignored"]
+    if ignored:
+        raise ConfigError(
+            f"{folder.path} holds answers from a server that ignored the tools ({ignored[0]['message']}); "
+            "once the server is fixed, start the run over with --restart (restart=True)"
+        )
     if folder.exists():
         previous = folder.read_info().identity
         if previous != identity:
@@ -160,7 +172,7 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
             raise ConfigError(
                 f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder"
             )
-    settings = {k: v for k, v in asdict(config).items() if k not in ("out", "runs_dir")}
+    settings = {k: v for k, v in asdict(config).items() if k not in ("out", "runs_dir", "restart")}
     folder.write_info(RunInfo(identity, settings, backend.info(), str(bench.root), bench.official, _code_version()))
     return folder
 
@@ -175,6 +187,7 @@ def _completion_values(comp: Completion) -> dict[str, Any]:
     return {
         "output": comp.text,
         "tool_calls": calls,
+        "raw_tool_calls": comp.raw_tool_calls,
         "prompt_tokens": comp.prompt_tokens,
         "completion_tokens": comp.completion_tokens,
         "latency_s": round(comp.latency_s, 4),
@@ -191,12 +204,16 @@ def run_episode(
 ) -> PredictionRecord:
     """One level-3 agent episode: the model searches, calls and sees results until it answers.
 
-    Each step shows the model the requirement and the steps so far; its text is
-    parsed with the protocol's parser, the call runs in the episode's own
-    sandbox (the protocol's conversion and keyword rewrite), and its result is
-    shown at the next step. Text without a call is the final answer. Scoring
+    Each step shows the model the requirement and the steps so far; its answer
+    is read as the run's prompt mode writes calls (the protocol's parser for
+    text prompts, the tool-call formats in chat mode), the call runs in the
+    episode's own sandbox (the protocol's conversion and keyword rewrite), and
+    its result is shown at the next step. An answer without a call is the final
+    answer. In chat mode with ``tool_choice="required"`` only the first step
+    demands a call: the model must be free to answer once it is done. Scoring
     executes the recorded calls again, so the record holds everything needed.
     """
+    mode = backend.prompt_mode(config.requested_prompt_mode())
     box = bench.sandbox(3, protocol, searcher=config.retriever)
     toolset = bench.toolset(3)
     done: list[ApiRecord] = []
@@ -207,13 +224,18 @@ def run_episode(
     for step in range(config.max_steps):
         context = episode.context(tuple(done))
         prompt = build_prompt(context, toolset, shots=config.shots)
+        chat = build_chat(context, toolset) if mode == "chat" else None
+        choice = config.tool_choice if step == 0 else "auto"
         comp = backend.complete(
-            Request(prompt, context, episode, config.max_tokens, STOPS["api"], config.native_tools, step)
+            Request(prompt, context, episode, config.max_tokens, STOPS["api"], mode, chat, choice, step)
         )
         usage[0] += comp.prompt_tokens or 0
         usage[1] += comp.completion_tokens or 0
-        text = format_call(comp.tool_calls[0]) if comp.tool_calls else comp.text
-        call, error = protocol.parse(text)
+        if mode == "chat":
+            parsed = parse_tool_calls(comp.text, comp.raw_tool_calls or None)
+            call, error = parsed.first, (parsed.error if not parsed.calls else None)
+        else:
+            call, error = protocol.parse(format_call(comp.tool_calls[0]) if comp.tool_calls else comp.text)
         if error is not None:
             steps.append(EpisodeStep(comp.text, error=error))
             continue
@@ -249,6 +271,7 @@ class _Answerer:
 
     def __init__(self, backend: Backend, bench: Benchmark, protocol: GradingProtocol, config: RunConfig) -> None:
         self.backend, self.bench, self.protocol, self.config = backend, bench, protocol, config
+        self.mode = backend.prompt_mode(config.requested_prompt_mode())
         self.unreachable: set[str] = set()
         self._cache: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -264,22 +287,26 @@ class _Answerer:
         if isinstance(item, Episode):
             try:
                 return run_episode(item, self.backend, self.bench, self.protocol, self.config)
+            except ToolsIgnored:
+                raise
             except Exception as exc:  # noqa: BLE001 - any backend failure is recorded with the episode
                 return self.failure(item, exc)
         release_item = self.bench.release_prompt(item) if self.protocol.release_prompts else None
-        prompt = build_prompt(
-            item.context(), self.bench.toolset(item.level), shots=self.config.shots, release_item=release_item
-        )
-        sha = hashlib.sha256(prompt.text.encode()).hexdigest()[:16]
+        context, toolset = item.context(), self.bench.toolset(item.level)
+        prompt = build_prompt(context, toolset, shots=self.config.shots, release_item=release_item)
+        chat = build_chat(context, toolset) if self.mode == "chat" else None
+        sha = chat.digest() if chat is not None else hashlib.sha256(prompt.text.encode()).hexdigest()[:16]
         with self._lock:
             cached = self._cache.get(sha)
         if cached is not None:  # a duplicate sample: same prompt, same greedy answer
             return PredictionRecord.for_item(item, prompt_sha=sha, reused=True, **cached)
         request = Request(
-            prompt, item.context(), item, self.config.max_tokens, STOPS[item.kind], self.config.native_tools
+            prompt, context, item, self.config.max_tokens, STOPS[item.kind], self.mode, chat, self.config.tool_choice
         )
         try:
             comp = self.backend.complete(request)
+        except ToolsIgnored:
+            raise  # no answer of this run measures tool use: stop it
         except Exception as exc:  # noqa: BLE001 - recorded, retried with retry_failed
             return self.failure(item, exc, prompt_sha=sha)
         values = _completion_values(comp)
@@ -406,6 +433,9 @@ def run(
                     is_unreachable=lambda r: r.key in answerer.unreachable,
                 )
             except (KeyboardInterrupt, BackendError) as exc:
+                if isinstance(exc, ToolsIgnored):
+                    folder.add_warning("tools_ignored", str(exc))
+                    warnings.warn(str(exc), stacklevel=2)
                 saved = len(folder.read_predictions().records)
                 why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
                 raise RunStopped(f"stopped: {why}", folder.path, saved, len(work) - saved) from exc

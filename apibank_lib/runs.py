@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
+from apibank_lib.backends.base import MODEL_PROMPT_MODES, PAPER_PROMPT
+from apibank_lib.chat import TOOL_CHOICES
 from apibank_lib.datasets import Benchmark
 from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS
 from apibank_lib.errors import ConfigError, DataError
@@ -70,8 +72,14 @@ class RunConfig:
         tasks: ``api`` and/or ``response`` samples.
         level3: ``steps`` (teacher-forced samples), ``loop`` (agent episodes) or ``both``.
         max_steps: agent-loop step limit.
-        native_tools: ask the backend for native tool calls.
+        prompt_mode: how the model is shown each sample (``chat``, ``paper`` or ``completion``,
+            :data:`apibank_lib.backends.base.PROMPT_MODES`); None for the backend's default (chat for chat models,
+            completion for base models).
+        tool_choice: in chat mode, how an API-call sample asks for a call: ``required`` (the default, as the paper's
+            "Generate API Request" does) or ``auto`` (:data:`apibank_lib.chat.TOOL_CHOICES`).
+        native_tools: the older name of ``prompt_mode="chat"`` (kept so that old scripts still run).
         retry_failed: re-run samples whose backend call failed before.
+        restart: start the run over: the folder's answers so far are moved aside (``discarded-N/``) first.
         backend_options: keyword options for the backend (checked against it before the run).
         runs_dir: where the default-named folder goes (default: :func:`default_runs_dir`); ignored with ``out``.
         retriever: what ToolSearcher searches with (:mod:`apibank_lib.retrievers`) in level-3
@@ -91,8 +99,11 @@ class RunConfig:
     tasks: tuple[str, ...] = ("api", "response")
     level3: str = "steps"
     max_steps: int = 12
+    prompt_mode: str | None = None
+    tool_choice: str = "required"
     native_tools: bool = False
     retry_failed: bool = False
+    restart: bool = False
     backend_options: dict[str, Any] = field(default_factory=dict)
     runs_dir: str | None = None
     retriever: str | None = None
@@ -116,18 +127,38 @@ class RunConfig:
             raise ConfigError("max_tokens and max_steps must be positive")
         if self.shots not in (0, 1):
             raise ConfigError("shots must be 0 or 1")
+        if self.prompt_mode is not None and self.prompt_mode not in MODEL_PROMPT_MODES:
+            raise ConfigError(
+                f"prompt_mode must be one of {', '.join(MODEL_PROMPT_MODES)} (or None for the model's default), "
+                f"not {self.prompt_mode!r}"
+            )
+        if self.native_tools and self.prompt_mode not in (None, "chat"):
+            raise ConfigError(f"native_tools means prompt_mode='chat'; it contradicts prompt_mode={self.prompt_mode!r}")
+        if self.tool_choice not in TOOL_CHOICES:
+            raise ConfigError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, not {self.tool_choice!r}")
         if self.retriever is not None and self.retriever not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
 
-    def identity(self, data_fingerprint: str, backend_identity: dict[str, Any], prompt_mode: str) -> dict[str, Any]:
+    def requested_prompt_mode(self) -> str | None:
+        """The prompt mode asked for (``native_tools`` read as chat), None for the backend's default."""
+        return self.prompt_mode or ("chat" if self.native_tools else None)
+
+    def identity(
+        self,
+        data_fingerprint: str,
+        backend_identity: dict[str, Any],
+        prompt_mode: str,
+        mode_identity: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """What makes two runs the same run: everything that changes an answer, nothing else.
 
         The model (as its backend states it, without server address or port),
-        the prompt mode, the protocol, decoding and prompt settings, and the
-        data. Levels, limit and tasks may grow on resume; concurrency, timeouts
-        and retries never change an answer.
+        the prompt mode (and, in chat mode, how a call is asked for and the
+        template it is rendered with), the protocol, decoding and prompt
+        settings, and the data. Levels, limit and tasks may grow on resume;
+        concurrency, timeouts and retries never change an answer.
         """
-        ident = {
+        ident: dict[str, Any] = {
             "model": backend_identity,
             "prompt_mode": prompt_mode,
             "protocol": self.protocol,
@@ -137,6 +168,8 @@ class RunConfig:
             "max_steps": self.max_steps,
             "seed": self.seed,
         }
+        if mode_identity:
+            ident["prompt"] = mode_identity
         retriever = self.effective_retriever()
         if 3 in self.levels and self.level3 != "steps" and retriever != PAPER_RECIPE:
             # The retriever changes answers only where search results are shown to the model: level-3 episodes.
@@ -182,6 +215,17 @@ class RunInfo:
         run named, else its protocol's."""
         named = self.identity.get("retriever") or self.config.get("retriever")
         return str(named) if named else get_protocol(self.protocol).retriever
+
+    @property
+    def prompt_mode(self) -> str:
+        """How the model was shown each sample (``chat``, ``paper``, ``completion`` or ``reference``).
+
+        Runs made before the chat mode existed say ``chat`` for the paper's text sent as messages and have no
+        ``prompt`` entry in their identity; they are read as ``paper``."""
+        mode = str(self.identity.get("prompt_mode", "completion"))
+        if mode == "chat" and "prompt" not in self.identity:
+            return PAPER_PROMPT
+        return "chat" if mode == "tools" else mode
 
     @property
     def model(self) -> str:
@@ -239,6 +283,7 @@ class PredictionRecord(_ItemRecord):
         level, kind, dialogue_id, sample_id, duplicate: which sample.
         output: the generated text (the final answer of an episode).
         tool_calls: calls returned through native tool calling, in our call syntax.
+        raw_tool_calls: the same as the server returned them (``{"name", "arguments"}``, arguments unparsed).
         prompt_sha: a hash of the prompt text (identical prompts get the same answer).
         prompt_tokens, completion_tokens, latency_s, attempts: usage, when known.
         error: why the backend gave no answer (the sample then counts as wrong).
@@ -249,6 +294,7 @@ class PredictionRecord(_ItemRecord):
 
     output: str | None = None
     tool_calls: list[str] = field(default_factory=list)
+    raw_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     prompt_sha: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -274,6 +320,15 @@ class PredictionRecord(_ItemRecord):
         if self.error is not None:
             return ""
         return self.tool_calls[0] if self.tool_calls else (self.output or "")
+
+    def parsed(self) -> Any:
+        """The answer read as a chat model writes tool calls (:func:`apibank_lib.toolcalls.parse_tool_calls`):
+        the server's structured calls if any, else the calls in the text."""
+        from apibank_lib.toolcalls import parse_tool_calls
+
+        if self.error is not None:
+            return parse_tool_calls("")
+        return parse_tool_calls(self.output or "", self.raw_tool_calls or None)
 
     def executed_calls(self) -> list[str]:
         """The calls an episode executed, in order."""
@@ -310,6 +365,8 @@ class JudgmentRecord(_ItemRecord):
         required_calls, matched_calls, same_end_state, calls_made, tool_errors: episodes.
         retriever: what ToolSearcher searched with, where a search was judged (a gold or predicted
             ToolSearcher call, an episode).
+        call_format: chat mode: the format the answer's calls were written in (``hermes``, ``openai`` ...).
+        n_calls: chat mode: how many calls the answer held (the first is graded).
     """
 
     gold_api: str | None = None
@@ -329,6 +386,8 @@ class JudgmentRecord(_ItemRecord):
     calls_made: int | None = None
     tool_errors: int | None = None
     retriever: str | None = None
+    call_format: str | None = None
+    n_calls: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgmentRecord:
@@ -399,6 +458,7 @@ class RunFolder:
         self.judgments_path = self.path / "judgments.jsonl"
         self.metrics_path = self.path / "metrics.json"
         self.summary_path = self.path / "summary.json"
+        self.warnings_path = self.path / "warnings.json"
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
@@ -430,6 +490,37 @@ class RunFolder:
         """Write ``config.json`` (creating the folder)."""
         self.path.mkdir(parents=True, exist_ok=True)
         _write_json(self.config_path, asdict(info))
+
+    # --- warnings ---------------------------------------------------------------------------------
+
+    def read_warnings(self) -> list[dict[str, str]]:
+        """What went wrong in a way the answers alone do not show (e.g. a server that ignored the tools)."""
+        if not self.warnings_path.is_file():
+            return []
+        return json.loads(self.warnings_path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+    def add_warning(self, kind: str, message: str) -> None:
+        """Record a warning (``kind``: a short tag such as ``tools_ignored``)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _write_json(self.warnings_path, [*self.read_warnings(), {"kind": kind, "message": message}])
+
+    def discard(self) -> Path | None:
+        """Move the answers, judgments, metrics and warnings aside (``discarded-N/``) so the run starts over.
+
+        Returns:
+            The folder they went to, or None when there was nothing to move.
+        """
+        files = [p for p in (self.predictions_path, self.judgments_path, self.metrics_path, self.summary_path, self.warnings_path) if p.is_file()]
+        if not files:
+            return None
+        n = 1
+        while (self.path / f"discarded-{n}").exists():
+            n += 1
+        target = self.path / f"discarded-{n}"
+        target.mkdir()
+        for p in files:
+            os.replace(p, target / p.name)
+        return target
 
     # --- predictions -----------------------------------------------------------------------------
 

@@ -35,8 +35,14 @@ __all__ = ["score_run", "judge_predictions", "aggregate", "coverage"]
 TOTAL_NOTE = "overall = micro average over all scored samples (the paper does not state how its Total is aggregated)"
 
 
-def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions) -> list[JudgmentRecord]:
-    """Judge every prediction, in dataset order (the ``paper`` protocol's shared level-3 state depends on it)."""
+def judge_predictions(
+    bench: Benchmark, grader: Grader, predictions: Predictions, prompt_mode: str = "completion"
+) -> list[JudgmentRecord]:
+    """Judge every prediction, in dataset order (the ``paper`` protocol's shared level-3 state depends on it).
+
+    ``prompt_mode`` says how answers are read: in ``chat`` mode as a chat model writes tool calls
+    (:meth:`PredictionRecord.parsed`), otherwise as text by the protocol's parser.
+    """
     out: list[JudgmentRecord] = []
     searcher = grader.searcher if grader.searcher is not None else grader.protocol.retriever
     searcher_name = searcher if isinstance(searcher, str) else getattr(searcher, "name", type(searcher).__name__)
@@ -71,7 +77,12 @@ def judge_predictions(bench: Benchmark, grader: Grader, predictions: Predictions
                         ej.tool_errors,
                     )
             elif isinstance(item, ApiCallSample):
-                j = grader.judge_api(item, rec.text())
+                if prompt_mode == "chat":
+                    parsed = rec.parsed()
+                    j = grader.judge_parsed(item, parsed)
+                    base.call_format, base.n_calls = parsed.format, parsed.n_calls
+                else:
+                    j = grader.judge_api(item, rec.text())
                 base.gold_api = item.gold.api_name
                 base.correct, base.reason, base.call, base.result, base.notes = (
                     j.correct,
@@ -216,10 +227,12 @@ def score_run(
         )
     grading_retriever = retriever or info.retriever
     predictions = folder.read_predictions()
-    judgments = judge_predictions(bench, Grader(bench, protocol, searcher=grading_retriever), predictions)
+    grader = Grader(bench, protocol, searcher=grading_retriever)
+    judgments = judge_predictions(bench, grader, predictions, info.prompt_mode)
     cov = coverage(bench, info, predictions)
     metrics = {
         "model": info.model,
+        "prompt_mode": info.prompt_mode,
         "protocol": protocol.name,
         "reply_metric": protocol.reply_metric.name,
         "retriever": grading_retriever,

@@ -78,7 +78,7 @@ def test_identity_ignores_operational_settings_and_names_what_differs(bench: Ben
     monkeypatch.setattr("apibank_lib.backends.openai_compat.OpenAIBackend.preflight", lambda self: None)
     a = load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s=5)
     b = load_backend("openai:m@http://127.0.0.1:9999/v1", timeout_s=60, max_retries=1)
-    assert a.identity() == b.identity() == {"backend": "openai", "model": "m", "mode": "prompt", "temperature": 0.0, "tool_choice": "auto"}
+    assert a.identity() == b.identity() == {"backend": "openai", "model": "m", "temperature": 0.0}
     first = run(RunConfig("oracle", levels=(1,), limit=2, concurrency=1), bench=bench, progress=False)
     again = run(RunConfig("oracle", levels=(1,), limit=4, concurrency=4), bench=bench, progress=False)
     assert again.path == first.path and again.skipped == 2  # levels, limit, concurrency: the same run
@@ -94,7 +94,7 @@ def test_backend_options_are_checked_before_the_run() -> None:
     with pytest.raises(ConfigError, match=r"timeout_s='fast' of openai must be float"):
         load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s="fast")
     backend = load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s="60", max_retries="2", mode="tools")
-    assert (backend.timeout_s, backend.max_retries, backend.mode) == (60.0, 2, "tools")  # type: ignore[attr-defined]
+    assert (backend.timeout_s, backend.max_retries, backend.mode) == (60.0, 2, "chat")  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="do not repeat it"):
         load_backend("openai:m@http://127.0.0.1:8000/v1", model="other")
 

@@ -297,8 +297,8 @@ class WorldBackend(ScriptedBackend):
 class ChatWorldBackend(WorldBackend):
     """The same world from a chat model: whole fenced answers with chatter around them."""
 
-    def prompt_mode(self, native_tools: bool) -> str:
-        return "chat"
+    def default_prompt_mode(self) -> str:
+        return "paper"
 
     def complete(self, request: Request) -> Completion:
         out = super().complete(request)

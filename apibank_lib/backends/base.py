@@ -12,14 +12,49 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from apibank_lib.chat import ChatPrompt
 from apibank_lib.errors import BackendError, ConfigError
 from apibank_lib.prompts import Prompt
 from apibank_lib.types import ApiCall, Context, Episode, Sample
 
-__all__ = ["Backend", "Request", "Completion", "BackendError", "PROMPT_MODES"]
+__all__ = [
+    "Backend",
+    "Request",
+    "Completion",
+    "BackendError",
+    "ToolsIgnored",
+    "PROMPT_MODES",
+    "MODEL_PROMPT_MODES",
+    "CHAT_PROMPT",
+    "PAPER_PROMPT",
+    "COMPLETION_PROMPT",
+]
 
-PROMPT_MODES = ("chat", "tools", "completion", "reference")
-"""How a backend reads prompts: chat messages, chat with native tool calling, flattened text, or not at all (reference rows)."""
+CHAT_PROMPT = "chat"
+PAPER_PROMPT = "paper"  # a prompt mode, not the grading protocol of the same name: the one place it is written
+COMPLETION_PROMPT = "completion"
+
+PROMPT_MODES = (CHAT_PROMPT, PAPER_PROMPT, COMPLETION_PROMPT, "reference")
+"""How a backend reads prompts:
+
+* ``chat``: the dialogue as chat turns with structured tool calls and ``tool`` messages, the APIs as JSON-schema
+  tools (:mod:`apibank_lib.chat`); the default for chat models;
+* ``paper``: the paper's text prompt (instruction, API descriptions, history in ``[Api(...)]->result`` lines) sent
+  as a system and a user message;
+* ``completion``: the same text flattened, continued by a base model after ``API-Request:`` or ``AI:``;
+* ``reference``: not read at all (oracle and baseline rows)."""
+
+MODEL_PROMPT_MODES = (CHAT_PROMPT, PAPER_PROMPT, COMPLETION_PROMPT)
+"""The prompt modes a run may ask a model backend for (``--prompt-mode``)."""
+
+
+class ToolsIgnored(BackendError):
+    """The model was sent tools but answered as if none had been sent: the run cannot measure tool use.
+
+    The runner stops at once, records the reason in the run folder (``warnings.json``), and refuses to resume
+    that folder until the run is started over (``--restart``), since its answers so far measured the server's
+    configuration, not the model.
+    """
 
 
 @dataclass
@@ -31,8 +66,10 @@ class Request:
         context: what the prompt shows, as data (reference backends read it instead of the text).
         item: the sample or episode being answered; only the oracle reads its gold, never a model.
         max_tokens: generation budget.
-        stop: stop sequences for text generation.
-        native_tools: ask for native tool calling (tools as JSON schemas) when the backend supports it.
+        stop: stop sequences for text generation (``paper`` and ``completion`` modes).
+        prompt_mode: one of :data:`PROMPT_MODES`: which shape of the prompt to send (None: the backend's default).
+        chat: the chat-mode prompt (messages and tools); set when ``prompt_mode`` is ``chat``.
+        tool_choice: in chat mode, how an API-call sample asks for a call (:data:`apibank_lib.chat.TOOL_CHOICES`).
         step: in the level-3 agent loop, how many calls the episode has made.
     """
 
@@ -41,7 +78,9 @@ class Request:
     item: Sample | Episode | None = None
     max_tokens: int = 128
     stop: list[str] | None = None
-    native_tools: bool = False
+    prompt_mode: str | None = None
+    chat: ChatPrompt | None = None
+    tool_choice: str = "required"
     step: int = 0
 
     @property
@@ -55,8 +94,11 @@ class Completion:
     """A backend's answer.
 
     Attributes:
-        text: the generated text (may be empty when only tool calls came back).
+        text: the generated text (may be empty when only tool calls came back); in chat mode with a forced call,
+            the opening the generation was started with is part of it (``<tool_call>\n...``).
         tool_calls: calls returned through native tool calling.
+        raw_tool_calls: the same as the server returned them (``{"name", "arguments"}``, arguments unparsed), so
+            that scoring reads them again, and a malformed one is judged rather than lost.
         prompt_tokens, completion_tokens: token usage when known.
         latency_s: wall time of the request(s), retries included.
         attempts: how many requests it took.
@@ -64,6 +106,7 @@ class Completion:
 
     text: str
     tool_calls: list[ApiCall] = field(default_factory=list)
+    raw_tool_calls: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_s: float = 0.0
@@ -103,9 +146,31 @@ class Backend:
             )
         return {}
 
-    def prompt_mode(self, native_tools: bool) -> str:
-        """How this backend reads prompts (one of :data:`PROMPT_MODES`); ``native_tools`` is the run's setting."""
-        return "completion"
+    supported_prompt_modes: ClassVar[tuple[str, ...]] = ("completion",)
+
+    def default_prompt_mode(self) -> str:
+        """The prompt mode used when a run names none."""
+        return self.supported_prompt_modes[0]
+
+    def prompt_mode(self, requested: str | None = None) -> str:
+        """How this backend reads prompts (one of :data:`PROMPT_MODES`): ``requested`` (the run's setting) or the
+        backend's default.
+
+        Raises:
+            ConfigError: the backend cannot read prompts that way.
+        """
+        if requested is None or self.supported_prompt_modes == ("reference",):
+            return self.default_prompt_mode()  # reference rows read no prompt, whatever the run asks
+        if requested not in self.supported_prompt_modes:
+            raise ConfigError(
+                f"{getattr(self, 'name', self.kind)} cannot read prompts in {requested!r} mode; "
+                f"it reads {', '.join(self.supported_prompt_modes)}"
+            )
+        return requested
+
+    def mode_identity(self, prompt_mode: str, tool_choice: str) -> dict[str, Any]:
+        """What else the prompt mode puts in a run's identity (chat mode: how a call is asked for)."""
+        return {"tool_choice": tool_choice} if prompt_mode == "chat" else {}
 
     def identity(self) -> dict[str, Any]:
         """The backend's part of a run's identity: its kind and every option that changes answers."""

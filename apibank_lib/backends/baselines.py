@@ -35,8 +35,7 @@ class OracleBackend(Backend):
     def __init__(self) -> None:
         self.name = "oracle"
 
-    def prompt_mode(self, native_tools: bool) -> str:
-        return "reference"
+    supported_prompt_modes = ("reference",)
 
     def complete(self, request: Request) -> Completion:
         item = request.item
@@ -59,8 +58,7 @@ class NoCallBackend(Backend):
     def __init__(self) -> None:
         self.name = "no-call"
 
-    def prompt_mode(self, native_tools: bool) -> str:
-        return "reference"
+    supported_prompt_modes = ("reference",)
 
     def complete(self, request: Request) -> Completion:
         return Completion(NO_CALL_REPLY)
@@ -122,8 +120,7 @@ class HeuristicBackend(Backend):
         self._factory = searcher_factory
         self._indexes: dict[tuple[str, ...], Any] = {}
 
-    def prompt_mode(self, native_tools: bool) -> str:
-        return "reference"
+    supported_prompt_modes = ("reference",)
 
     def _index(self, schemas: list[ToolSchema]) -> Any:
         key = tuple(s.name for s in schemas)

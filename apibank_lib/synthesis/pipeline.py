@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from apibank_lib.backends.base import Backend, Request
+from apibank_lib.backends.base import Backend, Request, PAPER_PROMPT
 from apibank_lib.backends.registry import load_backend
 from apibank_lib.errors import BackendError, ConfigError
 from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
@@ -312,7 +312,7 @@ class _Run:
         self.backend = backend
         self.eval_names = eval_names
         self.eval_requests = eval_requests
-        completion = backend.prompt_mode(False) == "completion"
+        completion = backend.prompt_mode() == "completion"
         # A completion model continues the prompt's opened fence: it writes the block's body,
         # and a closing fence ends it.
         self.completion = completion
@@ -358,7 +358,9 @@ class _Run:
             )
             text = rec["text"]
         else:
-            request = Request(prompt, _CONTEXT, max_tokens=self.config.max_tokens, stop=self.stop)
+            # The agents' prompts are instructions in text: a chat model gets them as messages, without tools.
+            mode = "completion" if self.completion else PAPER_PROMPT
+            request = Request(prompt, _CONTEXT, max_tokens=self.config.max_tokens, stop=self.stop, prompt_mode=mode)
             try:
                 completion = self.backend.complete(request)
             except BackendError as exc:
@@ -650,7 +652,7 @@ def run_pipeline(config: SynthesisConfig) -> SynthesisReport:
         if isinstance(config.backend, Backend)
         else load_backend(config.backend, **config.backend_options)
     )
-    if backend.prompt_mode(False) == "reference":
+    if backend.prompt_mode() == "reference":
         raise ConfigError(
             f"the {backend.kind} backend reads reference answers; synthesis needs a model that writes text"
         )
