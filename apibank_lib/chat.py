@@ -37,6 +37,7 @@ __all__ = [
     "tool_result_content",
     "CHAT_SYSTEM",
     "TOOL_CHOICES",
+    "RENDERING_VERSION",
 ]
 
 CHAT_SYSTEM = (
@@ -51,6 +52,10 @@ LEVEL3_SYSTEM_EXTRA = (
     " Only the search tool is known at first: search with a few keywords for the tool you need, call it, and "
     "go on until the request is done."
 )
+
+RENDERING_VERSION = hashlib.sha256((CHAT_SYSTEM + LEVEL3_SYSTEM_EXTRA).encode()).hexdigest()[:8]
+"""Changes whenever the chat rendering's words change: part of a chat run's identity, so that a run never resumes
+with answers to other prompts."""
 
 TOOL_CHOICES = ("required", "auto")
 """How an API-call sample asks for a call in chat mode: ``required`` (a tool call is demanded, as the paper's

@@ -132,12 +132,15 @@ class ChatTemplate:
             raise TemplateError(f"the chat template failed ({type(exc).__name__}: {exc})") from exc
 
     def call_opening(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
-        """What the template writes between the generation prompt and a tool call's JSON object.
+        """What the template writes between the generation prompt and a tool call's name.
 
         Found by rendering the conversation once with the generation prompt, and once with an assistant turn that
-        makes a probe call: the second text continues the first, and the opening is what comes before the JSON
-        object that names the probe. Empty when the template writes the call otherwise (no JSON object, or the
-        turn does not continue the generation prompt).
+        makes a probe call: the second text continues the first, and the opening is what comes before the probe's
+        name (``<tool_call>\n{"name": "`` for Qwen 2.5). Starting the answer there leaves the model only the
+        name and the arguments to write. (Stopping earlier, after ``<tool_call>\n`` or before the brace, was
+        measured worse on the first 40 level-1 samples with Qwen2.5-Coder-0.5B: 7 and 5 right against 9; the
+        model then often ended its turn at once.) Empty when the turn does not continue the generation prompt or
+        never writes the name.
         """
         head = self.render(messages, tools, add_generation_prompt=True)
         probe = {"role": "assistant", "content": "", "tool_calls": [{"id": "call_probe", "type": "function", "function": {"name": _PROBE_NAME, "arguments": {}}}]}
@@ -148,10 +151,4 @@ class ChatTemplate:
         at = rest.find(_PROBE_NAME)
         if at < 0:
             return ""
-        import os
-        if os.environ.get("OPEN_TO_NAME"):
-            return rest[:at]
-        brace = rest.rfind("{", 0, at)
-        if os.environ.get("OPEN_STRIP"):
-            return rest[:brace].rstrip() if brace >= 0 else ""
-        return rest[:brace] if brace >= 0 else ""
+        return rest[:at]

