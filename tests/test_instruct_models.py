@@ -1,0 +1,59 @@
+"""The packaged instruct model in chat mode, for real: its own template, the forced call opening, a short run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apibank_lib.backends.base import Request
+from apibank_lib.chat import build_chat
+from apibank_lib.datasets import Benchmark
+from apibank_lib.packaged_models import model_status
+from apibank_lib.prompts import build_prompt
+from apibank_lib.runner import run
+from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.scoring import score_run
+
+pytestmark = pytest.mark.slow
+
+QWEN = "qwen2.5-coder-0.5b"
+
+
+@pytest.fixture(scope="module")
+def qwen() -> object:
+    if not any(m["name"] == QWEN and m["installed"] for m in model_status()):
+        pytest.skip(f"{QWEN} is not installed (pip install 'apibank_lib[qwen-0.5b]')")
+    from apibank_lib.backends.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(QWEN, threads=2)
+
+
+def test_the_model_renders_chat_prompts_with_its_own_template(qwen: object, bench: Benchmark) -> None:
+    backend = qwen
+    assert backend.default_prompt_mode() == "chat" and backend.template.supports_tools  # type: ignore[attr-defined]
+    sample = next(s for s in bench.samples(1, "api") if any(t.role == "API" for t in s.history))
+    chat = build_chat(sample.context(), bench.toolset(1))
+    request = Request(build_prompt(sample.context(), bench.toolset(1)), sample.context(), sample, 64, None, "chat", chat, "required")
+    text, opening = backend.render(request)  # type: ignore[attr-defined]
+    earlier = next(t for t in sample.history if t.role == "API")
+    # Qwen's own format: tools inside <tools>, the earlier call inside <tool_call>, its result inside <tool_response>.
+    assert "<tools>" in text and f'"name": "{earlier.api_name}"' in text and "<tool_response>" in text
+    assert opening == '<tool_call>\n{"name": "' and text.endswith("<|im_start|>assistant\n" + opening)
+    tokens = backend._tokens(text, True)  # type: ignore[attr-defined]
+    im_start = backend.llm.tokenize(b"<|im_start|>", add_bos=False, special=True)  # type: ignore[attr-defined]
+    assert len(im_start) == 1 and tokens[0] == im_start[0]  # special tokens read as tokens, no BOS added
+
+
+def test_a_short_chat_run_is_judged_call_by_call(qwen: object, bench: Benchmark, tmp_path: Path) -> None:
+    out = tmp_path / "qwen"
+    config = RunConfig(f"llamacpp:{QWEN}", levels=(1,), limit=3, tasks=("api",), out=str(out))
+    run(config, backend=qwen, bench=bench, progress=False)  # type: ignore[arg-type]
+    score_run(out, bench=bench)
+    judged = RunFolder(out).read_judgments()
+    preds = RunFolder(out).read_predictions().records
+    assert len(judged) == 3
+    for j in judged:
+        assert preds[j.key].output.startswith('<tool_call>\n{"name": "')  # type: ignore[union-attr]
+        assert j.call_format == "hermes" or j.category == "False API Call Format"
+    assert RunFolder(out).read_info().identity["prompt"]["template_sha"] == qwen.template.sha  # type: ignore[attr-defined]
