@@ -271,21 +271,40 @@ class LlamaCppBackend(Backend):
                 raise BackendError(f"the prompt has {len(tokens)} tokens, more than the {self.context_size}-token context allows")
             if not self.prefix_reuse:
                 self.llm.reset()
-            # Completion mode sends the text as before (llama.cpp tokenizes it); chat modes send the tokens read
-            # with their special tokens. A chat answer ends at the model's end-of-turn token, not at a newline.
-            out = self.llm.create_completion(
-                tokens if chat else text,
-                max_tokens=budget,
-                temperature=0.0,
-                top_k=1,
-                repeat_penalty=1.0,
-                stop=None if mode == "chat" else (request.stop or None),
-                seed=self.seed,
-            )
-        usage = out.get("usage", {})
+            if chat:
+                generated, n_out = self._generate(tokens, budget)
+                usage = {"prompt_tokens": len(tokens), "completion_tokens": n_out}
+            else:
+                # Completion mode sends the text as before (llama.cpp tokenizes it).
+                out = self.llm.create_completion(
+                    text, max_tokens=budget, temperature=0.0, top_k=1, repeat_penalty=1.0, stop=request.stop or None, seed=self.seed
+                )
+                generated, usage = out["choices"][0]["text"], out.get("usage", {})
+            if mode == PAPER_PROMPT:
+                for stop in request.stop or []:
+                    cut = generated.find(stop)
+                    generated = generated[:cut] if cut >= 0 else generated
         return Completion(
-            opening + out["choices"][0]["text"],
+            opening + generated,
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             latency_s=time.perf_counter() - start,
         )
+
+    def _generate(self, tokens: list[int], budget: int) -> tuple[str, int]:
+        """Greedy generation from prompt tokens until the end of the turn; the text keeps special tokens.
+
+        llama-cpp-python's completion drops special tokens from its text, and Qwen writes ``<tool_call>`` and
+        ``</tool_call>`` as special tokens: without them a second call in one answer could not be told apart.
+        """
+        import llama_cpp
+
+        self.llm.set_seed(self.seed)
+        out: list[int] = []
+        for token in self.llm.generate(tokens, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0):
+            if llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token):
+                break
+            out.append(token)
+            if len(out) >= budget:
+                break
+        return self.llm.detokenize(out, prev_tokens=tokens, special=True).decode("utf-8", errors="replace"), len(out)
