@@ -28,6 +28,7 @@ __all__ = [
     "CHAT_PROMPT",
     "PAPER_PROMPT",
     "COMPLETION_PROMPT",
+    "render_with_template",
 ]
 
 CHAT_PROMPT = "chat"
@@ -186,3 +187,32 @@ class Backend:
 
     def preflight(self) -> None:
         """Check, before a run starts, that the model can be reached (raise BackendError if not)."""
+
+
+def render_with_template(template: Any, request: Request, mode: str) -> tuple[str, str]:
+    """A request's prompt text for a local model, and the opening its answer is started with.
+
+    ``completion``: the flattened text. ``paper``: the paper's messages through the model's chat template.
+    ``chat``: the chat prompt through the template; with ``tool_choice="required"`` an API-call sample ends with
+    the template's tool-call opening (:meth:`apibank_lib.chat_template.ChatTemplate.call_opening`), which is
+    returned too so that the answer's text can be given with it.
+
+    Args:
+        template: the model's :class:`~apibank_lib.chat_template.ChatTemplate` (None: completion only).
+        request: the request.
+        mode: the prompt mode to render.
+    """
+    if mode == COMPLETION_PROMPT:
+        return request.prompt.text, ""
+    if template is None:
+        raise ConfigError(f"the model has no chat template, so it cannot read {mode!r} prompts")
+    if mode == PAPER_PROMPT:
+        return template.render(request.prompt.messages), ""
+    chat = request.chat
+    if chat is None:
+        raise ConfigError("a chat-mode request needs its chat prompt")
+    text = template.render(chat.messages, chat.tools)
+    opening = ""
+    if chat.task == "api" and request.tool_choice == "required":
+        opening = template.call_opening(chat.messages, chat.tools)
+    return text + opening, opening

@@ -30,10 +30,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.backends.base import Backend, Completion, Request, PAPER_PROMPT
+from apibank_lib.backends.base import PAPER_PROMPT, Backend, Completion, Request, render_with_template
 from apibank_lib.errors import BackendError, ConfigError
 
-__all__ = ["LlamaCppBackend", "packaged_gemma_path", "available_cores"]
+__all__ = ["LlamaCppBackend", "packaged_gemma_path", "available_cores", "model_path"]
 
 PACKAGED = {"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m"}
 START_CTX = 4096
@@ -57,7 +57,8 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _model_path(model: str) -> Path:
+def model_path(model: str) -> Path:
+    """The GGUF file a model name stands for: a packaged model (assembled on first use) or a path."""
     from apibank_lib.packaged_models import PACKAGED_MODELS, packaged_model_path
 
     if model in PACKAGED:
@@ -116,7 +117,7 @@ class LlamaCppBackend(Backend):
             import llama_cpp  # noqa: F401
         except ImportError as exc:  # pragma: no cover
             raise ConfigError("the llamacpp backend needs llama-cpp-python: pip install 'apibank_lib[llm]'") from exc
-        path = _model_path(model)
+        path = model_path(model)
         if not path.is_file():
             raise ConfigError(f"GGUF model file not found: {path}")
         self.lora_path = None
@@ -220,21 +221,9 @@ class LlamaCppBackend(Backend):
     # --- answering -----------------------------------------------------------------------------------
 
     def render(self, request: Request) -> tuple[str, str]:
-        """The prompt text the model is given for a request (chat modes: through its template), and the opening
-        its answer is started with (chat mode, a call required: the template's tool-call opening; else empty)."""
-        mode = request.prompt_mode or self.default_prompt_mode()
-        if mode == "completion":
-            return request.prompt.text, ""
-        if mode == PAPER_PROMPT:
-            return self.template.render(request.prompt.messages), ""
-        chat = request.chat
-        if chat is None:
-            raise ConfigError("a chat-mode request needs its chat prompt")
-        text = self.template.render(chat.messages, chat.tools)
-        opening = ""
-        if chat.task == "api" and request.tool_choice == "required":
-            opening = self.template.call_opening(chat.messages, chat.tools)
-        return text + opening, opening
+        """The prompt text the model is given for a request, and the opening its answer is started with
+        (:func:`~apibank_lib.backends.base.render_with_template`)."""
+        return render_with_template(self.template, request, request.prompt_mode or self.default_prompt_mode())
 
     def _tokens(self, text: str, chat: bool) -> list[int]:
         if not chat:

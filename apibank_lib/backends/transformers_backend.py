@@ -1,6 +1,11 @@
 """A local Hugging Face model (a directory, or a GGUF file dequantised) with an optional LoRA adapter.
 
-``hf:gemma-3-270m`` is the packaged Gemma GGUF, ``hf:/path/model.gguf`` another
+Prompt modes: ``completion`` (the flattened text; the default for the packaged base model and adapters on it)
+and, when the tokenizer carries a chat template, ``chat`` and ``paper``: rendered by that template in our
+sandboxed Jinja environment (:mod:`apibank_lib.chat_template`), as llama.cpp renders a GGUF's template.
+
+``hf:gemma-3-270m`` is the packaged Gemma GGUF (``hf:qwen2.5-coder-0.5b`` and ``hf:qwen2.5-coder-1.5b`` the
+packaged instruct models), ``hf:/path/model.gguf`` another
 GGUF, ``hf:/path/dir`` a transformers model directory. Loading a GGUF
 dequantises it (slow), so the converted model is saved once under the cache
 folder and reused. Decoding is greedy. The fine-tuning recipe saves adapters
@@ -12,10 +17,11 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.backends.base import Backend, Completion, Request
+from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT, Backend, Completion, Request, render_with_template
 from apibank_lib.errors import ConfigError
 
 __all__ = ["TransformersBackend", "load_causal_lm"]
@@ -36,9 +42,9 @@ def load_causal_lm(model: str) -> tuple[Any, Any, str]:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:  # pragma: no cover
         raise ConfigError("the hf backend needs the 'hf' extra: pip install 'apibank_lib[hf]'") from exc
-    from apibank_lib.backends.llamacpp import PACKAGED, packaged_gemma_path
+    from apibank_lib.backends.llamacpp import model_path
 
-    path = packaged_gemma_path() if model in PACKAGED else Path(model)
+    path = model_path(model)
     if path.is_file() and path.suffix == ".gguf":
         converted = _converted_dir(path)
         if (converted / "config.json").is_file():
@@ -75,6 +81,7 @@ class TransformersBackend(Backend):
     concurrent = False
     answer_options = ("model", "adapter")
     default_target = "gemma-3-270m"
+    supported_prompt_modes = ("completion", CHAT_PROMPT, PAPER_PROMPT)
 
     @classmethod
     def target_options(cls, target: str) -> dict[str, Any]:
@@ -119,16 +126,49 @@ class TransformersBackend(Backend):
     def info(self) -> dict[str, Any]:
         return {"backend": self.kind, "source": Path(self.source).name, "adapter": self.adapter, "device": self.device, "decoding": "greedy"}
 
+    @cached_property
+    def template(self) -> Any:
+        """The tokenizer's chat template (None when it has none)."""
+        from apibank_lib.chat_template import ChatTemplate
+
+        source = getattr(self.tokenizer, "chat_template", None)
+        if not isinstance(source, str) or not source:
+            return None
+        return ChatTemplate(source, self.tokenizer.bos_token or "", self.tokenizer.eos_token or "")
+
+    def default_prompt_mode(self) -> str:
+        """Completion for the packaged base model and adapters on it; chat for a model whose template reads tools."""
+        from apibank_lib.backends.llamacpp import PACKAGED
+
+        if self.model in PACKAGED or self.adapter:
+            return "completion"
+        return CHAT_PROMPT if self.template is not None and self.template.supports_tools else "completion"
+
+    def mode_identity(self, prompt_mode: str, tool_choice: str) -> dict[str, Any]:
+        ident = super().mode_identity(prompt_mode, tool_choice)
+        if prompt_mode != "completion" and self.template is not None:
+            ident["template_sha"] = self.template.sha
+        return ident
+
     def complete(self, request: Request) -> Completion:
         torch = self._torch
-        enc = self.tokenizer(request.prompt.text, return_tensors="pt").to(self.device)
+        mode = request.prompt_mode or self.default_prompt_mode()
+        text, opening = render_with_template(self.template, request, mode)
+        # A chat template writes the special tokens itself; the tokenizer must not add a second BOS.
+        enc = self.tokenizer(text, return_tensors="pt", add_special_tokens=mode == "completion").to(self.device)
         start = time.perf_counter()
         with self._lock, torch.inference_mode():
             out = self.lm.generate(**enc, max_new_tokens=request.max_tokens, do_sample=False, pad_token_id=self.tokenizer.eos_token_id)
         new = out[0, enc["input_ids"].shape[1] :]
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        for stop in request.stop or []:
-            cut = text.find(stop)
-            if cut >= 0:
-                text = text[:cut]
-        return Completion(text, prompt_tokens=int(enc["input_ids"].shape[1]), completion_tokens=int(new.shape[0]), latency_s=time.perf_counter() - start)
+        if mode == CHAT_PROMPT:
+            # Tool-call tags may be special tokens: keep them, drop only the end-of-turn and padding tokens.
+            ends = {t for t in (self.tokenizer.eos_token_id, self.tokenizer.pad_token_id) if t is not None}
+            kept = [int(t) for t in new if int(t) not in ends]
+            answer = opening + self.tokenizer.decode(kept, skip_special_tokens=False)
+        else:
+            answer = self.tokenizer.decode(new, skip_special_tokens=True)
+            for stop in request.stop or []:
+                cut = answer.find(stop)
+                if cut >= 0:
+                    answer = answer[:cut]
+        return Completion(answer, prompt_tokens=int(enc["input_ids"].shape[1]), completion_tokens=int(new.shape[0]), latency_s=time.perf_counter() - start)
