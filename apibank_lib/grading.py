@@ -170,10 +170,9 @@ class Grader:
             notes.append(f"{parsed.n_calls} calls in one answer ({parsed.format}); the first is graded")
         if parsed.error is not None and parsed.calls:
             notes.append(f"a later call could not be read: {parsed.error}")
-        if not parsed.calls and parsed.error is not None:
+        if parsed.failure is not None:
             notes.append(f"raw answer: {parsed.text[:500]}")
-        error = parsed.error if not parsed.calls else None
-        return self.judge_call(sample, parsed.first, error, attempted=parsed.format is not None, notes=notes)
+        return self.judge_call(sample, parsed.first, parsed.failure, attempted=parsed.format is not None, notes=notes)
 
     def judge_call(
         self,

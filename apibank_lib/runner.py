@@ -233,7 +233,7 @@ def run_episode(
         usage[1] += comp.completion_tokens or 0
         if mode == "chat":
             parsed = parse_tool_calls(comp.text, comp.raw_tool_calls or None)
-            call, error = parsed.first, (parsed.error if not parsed.calls else None)
+            call, error = parsed.first, parsed.failure
         else:
             call, error = protocol.parse(format_call(comp.tool_calls[0]) if comp.tool_calls else comp.text)
         if error is not None:

@@ -99,6 +99,12 @@ class ParsedAnswer:
         """How many calls were read."""
         return len(self.calls)
 
+    @property
+    def failure(self) -> str | None:
+        """Why there is no call to grade: the error when no call could be read (a later unreadable call does not
+        stop the first from being graded)."""
+        return None if self.calls else self.error
+
 
 class _Unreadable(Exception):
     """One call attempt that cannot be read: what is wrong, where (a character offset), and details."""

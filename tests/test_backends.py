@@ -18,6 +18,7 @@ import pytest
 from apibank_lib.backends import BackendError, Request, load_backend
 from apibank_lib.backends.llamacpp import packaged_gemma_path
 from apibank_lib.backends.openai_compat import OpenAIBackend, tool_json_schema
+from apibank_lib.chat import ChatPrompt
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.prompts import Prompt, build_prompt
@@ -66,7 +67,7 @@ def test_prompt_mode_against_the_real_server(server: str, bench: Benchmark) -> N
     sample = bench.samples(1, "api")[0]
     prompt = build_prompt(sample.context(), bench.toolset(1))
     backend = load_backend(f"openai:gemma@{server}", timeout_s=120)
-    comp = backend.complete(Request(prompt, sample.context(), sample, max_tokens=16, stop=["\n"]))
+    comp = backend.complete(Request(prompt, sample.context(), sample, max_tokens=16, stop=["\n"], prompt_mode="paper"))
     assert isinstance(comp.text, str)
     assert comp.prompt_tokens and comp.prompt_tokens > 100
     assert comp.completion_tokens is not None and comp.completion_tokens <= 16
@@ -86,14 +87,16 @@ def test_completion_mode_against_the_real_server(server: str, bench: Benchmark) 
 def test_native_tool_calling_maps_tool_calls_back(server: str) -> None:
     schema = toolset_for_level(1).schema("GetToday")
     prompt = Prompt([{"role": "user", "content": "What is the date today?"}], "What is the date today?", [schema])
+    chat = ChatPrompt([{"role": "user", "content": "What is the date today?"}], [tool_json_schema(schema)], "api", [schema])
     # llama.cpp constrains forced arguments with a grammar; a tool without arguments keeps the request short.
-    backend = OpenAIBackend("gemma", server, mode="tools", tool_choice="GetToday", timeout_s=120)
-    comp = backend.complete(Request(prompt, NO_CONTEXT, max_tokens=16))
+    backend = OpenAIBackend("gemma", server, mode="tools", tool_choice="GetToday", timeout_s=120, check_tools=False)
+    comp = backend.complete(Request(prompt, NO_CONTEXT, max_tokens=16, prompt_mode="chat", chat=chat))
     assert comp.tool_calls == [ApiCall("GetToday", {})]
+    assert comp.raw_tool_calls[0]["name"] == "GetToday" and json.loads(comp.raw_tool_calls[0]["arguments"]) == {}
 
 
 def test_runner_against_the_real_server_with_concurrency(server: str, bench: Benchmark, tmp_path: Path) -> None:
-    config = RunConfig(f"openai:gemma@{server}", levels=(1,), limit=4, out=str(tmp_path / "srv"), concurrency=2, max_tokens=12, backend_options={"timeout_s": 120})
+    config = RunConfig(f"openai:gemma@{server}", levels=(1,), limit=4, out=str(tmp_path / "srv"), concurrency=2, max_tokens=12, prompt_mode="paper", backend_options={"timeout_s": 120})
     result = run(config, bench=bench, progress=False)
     assert result.answered == 4 and result.failed == 0
     recs = RunFolder(tmp_path / "srv").read_predictions().records
@@ -134,7 +137,7 @@ def flaky() -> Iterator[str]:
 
 
 def _req() -> Request:
-    return Request(Prompt([{"role": "user", "content": "hi"}], "hi"), NO_CONTEXT, max_tokens=4)
+    return Request(Prompt([{"role": "user", "content": "hi"}], "hi"), NO_CONTEXT, max_tokens=4, prompt_mode="paper")
 
 
 def test_retries_with_backoff_on_429_and_5xx(flaky: str) -> None:

@@ -149,7 +149,7 @@ def slow_server() -> Iterator[str]:
 
 def test_ctrl_c_says_what_is_saved_and_how_to_resume(slow_server: str, tmp_path: Path) -> None:
     out = tmp_path / "int"
-    cmd = [sys.executable, "-m", "apibank_lib", "run", "--model", f"openai:m@{slow_server}", "--level", "1", "--limit", "30", "--out", str(out)]
+    cmd = [sys.executable, "-m", "apibank_lib", "run", "--model", f"openai:m@{slow_server}", "--level", "1", "--limit", "30", "--out", str(out), "--prompt-mode", "paper"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     pred = out / "predictions.jsonl"
     deadline = time.time() + 60
