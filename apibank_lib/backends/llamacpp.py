@@ -78,7 +78,8 @@ class LlamaCppBackend(Backend):
     Args:
         model: ``gemma-3-270m``, a packaged instruct model (``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``) or a
             path to a ``.gguf`` file.
-        n_ctx: context window in tokens; None to follow the prompts (start at 4,096, grow when needed).
+        n_ctx: context window in tokens; None to follow the prompts (start at 4,096, grow when needed; the
+            packaged base model and its adapters keep 4,096).
         threads: CPU threads (default: every core this process may use).
         seed: sampling seed (decoding is greedy anyway).
         adapter: a LoRA adapter folder saved by the fine-tuning recipe
@@ -130,6 +131,10 @@ class LlamaCppBackend(Backend):
         self.name = f"llamacpp:{model}" + (f"+{adapter}" if adapter else "")
         self.model = model
         self.model_path = path
+        if n_ctx is None and (model in PACKAGED or adapter):
+            # The base model reads the paper's text prompts, which fit 4,096 tokens: its window stays fixed, as it
+            # was before windows could grow, so its runs keep their identity.
+            n_ctx = START_CTX
         self.n_ctx = n_ctx
         self.threads = threads or available_cores()
         self.seed = seed
