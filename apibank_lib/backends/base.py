@@ -169,9 +169,24 @@ class Backend:
             )
         return requested
 
+    template: Any = None
+    """A local model's own chat template (:class:`~apibank_lib.chat_template.ChatTemplate`), where it has one."""
+
     def mode_identity(self, prompt_mode: str, tool_choice: str) -> dict[str, Any]:
-        """What else the prompt mode puts in a run's identity (chat mode: how a call is asked for)."""
-        return {"tool_choice": tool_choice, "rendering": RENDERING_VERSION} if prompt_mode == CHAT_PROMPT else {}
+        """What else the prompt mode puts in a run's identity: in chat mode how a call is asked for and the
+        rendering's version; in chat and paper modes the hash of the template a local model renders with
+        (another template is another prompt)."""
+        ident: dict[str, Any] = {"tool_choice": tool_choice, "rendering": RENDERING_VERSION} if prompt_mode == CHAT_PROMPT else {}
+        if prompt_mode in (CHAT_PROMPT, PAPER_PROMPT) and self.template is not None:
+            ident["template_sha"] = self.template.sha
+        return ident
+
+    def template_default_mode(self, base_model: bool) -> str:
+        """The default prompt mode of a local model: completion for a base model (and adapters on it), chat when
+        its template reads tools, else completion."""
+        if base_model:
+            return COMPLETION_PROMPT
+        return CHAT_PROMPT if self.template is not None and self.template.supports_tools else COMPLETION_PROMPT
 
     def identity(self) -> dict[str, Any]:
         """The backend's part of a run's identity: its kind and every option that changes answers."""

@@ -10,7 +10,8 @@ Prompt modes (:data:`~apibank_lib.backends.base.PROMPT_MODES`):
 
 * ``chat``: the :class:`~apibank_lib.chat.ChatPrompt` rendered by the model's own chat template (from the GGUF,
   :mod:`apibank_lib.chat_template`). With ``tool_choice="required"`` an API-call sample's generation starts inside
-  the template's tool-call syntax (the opening, e.g. ``<tool_call>\\n``, is part of the answer's text).
+  the template's tool-call syntax, up to the call's name (the opening, ``<tool_call>\\n{"name": "`` for Qwen, is
+  part of the answer's text).
 * ``paper``: the paper's text prompt as a system and a user message, through the same template.
 * ``completion``: the flattened text prompt, continued after ``API-Request:`` / ``AI:``.
 
@@ -175,9 +176,7 @@ class LlamaCppBackend(Backend):
 
     def default_prompt_mode(self) -> str:
         """Completion for the packaged base model and its adapters; chat for a model whose template reads tools."""
-        if self.model in PACKAGED or self.adapter:
-            return "completion"
-        return "chat" if self.template is not None and self.template.supports_tools else "completion"
+        return self.template_default_mode(self.model in PACKAGED or bool(self.adapter))
 
     def prompt_mode(self, requested: str | None = None) -> str:
         mode = super().prompt_mode(requested)
@@ -186,13 +185,6 @@ class LlamaCppBackend(Backend):
         if mode == "chat" and not self.template.supports_tools:
             raise ConfigError(f"the chat template of {self.model_path.name} does not read tools: use --prompt-mode paper")
         return mode
-
-    def mode_identity(self, prompt_mode: str, tool_choice: str) -> dict[str, Any]:
-        """Chat and paper modes name the template they render with (another template is another prompt)."""
-        ident = super().mode_identity(prompt_mode, tool_choice)
-        if prompt_mode in ("chat", PAPER_PROMPT) and self.template is not None:
-            ident["template_sha"] = self.template.sha
-        return ident
 
     def identity(self) -> dict[str, Any]:
         """Kind, model and context; the adapter (name and content digest) only when there is one.

@@ -140,15 +140,7 @@ class TransformersBackend(Backend):
         """Completion for the packaged base model and adapters on it; chat for a model whose template reads tools."""
         from apibank_lib.backends.llamacpp import PACKAGED
 
-        if self.model in PACKAGED or self.adapter:
-            return "completion"
-        return CHAT_PROMPT if self.template is not None and self.template.supports_tools else "completion"
-
-    def mode_identity(self, prompt_mode: str, tool_choice: str) -> dict[str, Any]:
-        ident = super().mode_identity(prompt_mode, tool_choice)
-        if prompt_mode != "completion" and self.template is not None:
-            ident["template_sha"] = self.template.sha
-        return ident
+        return self.template_default_mode(self.model in PACKAGED or bool(self.adapter))
 
     def complete(self, request: Request) -> Completion:
         torch = self._torch
