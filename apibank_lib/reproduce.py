@@ -19,19 +19,30 @@ from typing import Any
 from apibank_lib.analysis import figures_dir, results_dir
 from apibank_lib.errors import ConfigError
 
-__all__ = ["NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "reproduce"]
+__all__ = ["DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "reproduce"]
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 """The committed notebooks."""
 
-DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m")
-"""The models the notebooks run by default: three reference backends, the embedded model and its fine-tuned small Lynx."""
+INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b")
+"""The embedded instruct models (the ``instruct`` extra), evaluated in ``chat`` prompt mode."""
+
+DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m", *INSTRUCT_MODELS)
+"""The models the notebooks run by default: three reference backends, the embedded base model and its fine-tuned
+small Lynx, and the two embedded instruct models."""
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         "LIMIT": None,
-        "MODEL_LIMITS": {"llamacpp:gemma-3-270m": 20, "llamacpp:lynx-270m": 20},
-        "MAX_STEPS": 10,
+        # 110 samples per level hold at least 62 API-call samples at every level (enough for an interval);
+        # the 1.5B answers about twice as slowly, so the quick profile gives it fewer.
+        "MODEL_LIMITS": {
+            "llamacpp:gemma-3-270m": 20,
+            "llamacpp:lynx-270m": 20,
+            "llamacpp:qwen2.5-coder-0.5b": 110,
+            "llamacpp:qwen2.5-coder-1.5b": 40,
+        },
+        "MAX_STEPS": 12,
         "N_BOOT": 2000,
         "CALL_LIMIT": 40,
     },
@@ -39,7 +50,8 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare).
 
-Ten agent steps let every level-3 item of the bundled data finish (at most 8 gold steps, then the answer)."""
+Twelve agent steps (``apibank run``'s default, so that a profile's runs and the command's share their folders)
+let every level-3 item of the bundled data finish (at most 8 gold steps, then the answer)."""
 
 
 @dataclass
@@ -81,6 +93,22 @@ def _declared(path: Path) -> set[str]:
     return names
 
 
+def _available_defaults(progress: Callable[[str], None] | None) -> list[str]:
+    """:data:`DEFAULT_MODELS` less the instruct models whose optional packages are not installed (said, not failed)."""
+    from apibank_lib.packaged_models import PACKAGED_MODELS, model_status
+
+    usable = {row["name"] for row in model_status() if row["installed"] or row["assembled"]}
+    chosen = []
+    for spec in DEFAULT_MODELS:
+        name = spec.split(":", 1)[1] if spec in INSTRUCT_MODELS else None
+        if name is not None and name not in usable:
+            if progress is not None:
+                progress(f"skipping {spec}: its packages are not installed ({PACKAGED_MODELS[name].pip_command()})")
+            continue
+        chosen.append(spec)
+    return chosen
+
+
 def reproduce(
     *,
     profile: str = "quick",
@@ -98,7 +126,8 @@ def reproduce(
         profile: ``quick`` or ``full`` (see :data:`PROFILES`).
         data: a benchmark root (an official release) instead of the bundled data.
         protocol: ``v2`` or ``paper`` (the notebooks' default otherwise).
-        models: the models to run (default: :data:`DEFAULT_MODELS`).
+        models: the models to run (default: :data:`DEFAULT_MODELS`, less the instruct models whose optional
+            packages are not installed).
         only: run only the notebooks whose names start with these prefixes (e.g. ``["00", "03"]``).
         notebooks_dir: where the notebooks are (default: the project's).
         output_dir: where the executed copies go (default: ``<results>/notebooks``).
@@ -112,7 +141,7 @@ def reproduce(
     if profile not in PROFILES:
         raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     params: dict[str, Any] = dict(PROFILES[profile])
-    params["MODELS"] = list(models or DEFAULT_MODELS)
+    params["MODELS"] = list(models) if models else _available_defaults(progress)
     if data is not None:
         params["DATA"] = str(Path(data).resolve())
     if protocol is not None:

@@ -26,10 +26,16 @@ CHECK = "# NBVAL_CHECK_OUTPUT"
 
 RUN_PARAMETERS = '''DATA = None  # the bundled benchmark; or the root of an official API-Bank release
 PROTOCOL = "v2"  # or "paper", the original evaluator
-MODELS = ["oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m"]  # any openai:<model>@<url> or hf:<path> too
+MODELS = [
+    "oracle", "no-call", "heuristic",  # reference backends
+    "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
+    "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
+]  # any openai:<model>@<url> or hf:<path> too
 LEVELS = [1, 2, 3]
 LIMIT = 10  # samples (and level-3 episodes) per level; None for all
-MODEL_LIMITS = {"llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2}  # smaller limits for slow models
+MODEL_LIMITS = {  # smaller limits for slow models
+    "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
+}
 LEVEL3 = "both"  # teacher-forced steps and agent episodes
 MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
 OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
@@ -111,9 +117,12 @@ grading protocols.
 # 02 · Run models
 
 Runs each model over the chosen levels into a run folder (resumable: a run that exists is only completed), then
-scores it. By default: the three reference backends (oracle, no-call, heuristic) and the embedded Gemma 3 270M on a
-sized-down subset. Any model behind an OpenAI-compatible endpoint (`openai:<model>@<base_url>`) or a local
-transformers model (`hf:<path>`) can be added to `MODELS`.
+scores it. By default: the three reference backends (oracle, no-call, heuristic); the embedded Gemma 3 270M base
+model and its small Lynx, prompted with the paper's flattened text; and the embedded instruct models
+Qwen2.5-Coder-0.5B and 1.5B, prompted in `chat` mode (the dialogue as chat turns, earlier calls as tool calls and
+tool messages, the APIs as JSON-Schema tools, all rendered by the model's own chat template), each on a sized-down
+subset. Any model behind an OpenAI-compatible endpoint (`openai:<model>@<base_url>`) or a local transformers model
+(`hf:<path>`) can be added to `MODELS`.
 """),
         code("from apibank_lib import load_benchmark\nfrom apibank_lib import analysis, workbench"),
         code(RUN_PARAMETERS, parameters=True),

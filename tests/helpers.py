@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+import httpx
 
 from apibank_lib.protocols import get_protocol
 from apibank_lib.sandbox import Sandbox
@@ -59,3 +67,45 @@ def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
         yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
     finally:
         srv.shutdown()
+
+
+@contextmanager
+def llama_server(model: Path, *args: str, startup_s: float = 120) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server for ``model`` on a free loopback port; yields its base URL.
+
+    Args:
+        model: a GGUF file.
+        args: more server flags (``--n_ctx``, ``--chat_format`` ...); two threads unless given.
+
+    Raises:
+        RuntimeError: the server did not answer ``/v1/models`` within ``startup_s`` (its log tail is in the message).
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    threads = () if "--n_threads" in args else ("--n_threads", "2")
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port), *threads, *args]
+    log = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads the log while it runs, and a full pipe blocks
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + startup_s
+        while True:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                log.seek(0)
+                tail = log.read()[-2000:].decode(errors="replace")
+                raise RuntimeError(f"llama.cpp server for {model.name} did not start: {tail}")
+            try:
+                if httpx.get(base + "/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

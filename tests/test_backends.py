@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from apibank_lib.backends import BackendError, Request, load_backend
@@ -26,41 +24,19 @@ from apibank_lib.runner import run
 from apibank_lib.runs import RunConfig, RunFolder
 from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.types import ApiCall, Context
-from tests.helpers import CHAT_REPLY, JsonHandler, serve
+from tests.helpers import CHAT_REPLY, JsonHandler, llama_server, serve
 
 NO_CONTEXT = Context(1, "api", (), ())
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """llama.cpp's OpenAI-compatible server with the packaged Gemma model, on a loopback port."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_gemma_path()), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--chat_format", "chatml-function-calling"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if httpx.get(base + "/models", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("llama.cpp server did not start")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=20)
+    with llama_server(packaged_gemma_path(), "--n_ctx", "2048", "--chat_format", "chatml-function-calling") as base:
+        yield base
 
 
 def test_prompt_mode_against_the_real_server(server: str, bench: Benchmark) -> None:

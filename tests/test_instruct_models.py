@@ -9,7 +9,7 @@ import pytest
 from apibank_lib.backends.base import Request
 from apibank_lib.chat import build_chat
 from apibank_lib.datasets import Benchmark
-from apibank_lib.packaged_models import model_status
+from apibank_lib.packaged_models import model_status, packaged_model_path
 from apibank_lib.prompts import build_prompt
 from apibank_lib.runner import run
 from apibank_lib.runs import RunConfig, RunFolder
@@ -57,3 +57,39 @@ def test_a_short_chat_run_is_judged_call_by_call(qwen: object, bench: Benchmark,
         assert preds[j.key].output.startswith('<tool_call>\n{"name": "')  # type: ignore[union-attr]
         assert j.call_format == "hermes" or j.category == "False API Call Format"
     assert RunFolder(out).read_info().identity["prompt"]["template_sha"] == qwen.template.sha  # type: ignore[attr-defined]
+
+
+def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: object, bench: Benchmark) -> None:
+    """llama-cpp-python's OpenAI-compatible server (no --chat_format: it renders the GGUF's own template) and the
+    embedded backend see the same tokens and give the same judgments, on samples before any earlier call.
+
+    After an earlier call the two prompts differ by a few tokens (the server hands the template the arguments as a
+    JSON string, which it encodes again; the embedded route passes them as an object), so the comparison is kept to
+    the samples where the routes' prompts must be identical. The server does not honour ``tool_choice="required"``,
+    so both routes run with ``auto``.
+    """
+    from apibank_lib.backends.openai_compat import OpenAIBackend
+    from apibank_lib.grading import Grader
+    from apibank_lib.protocols import V2
+    from apibank_lib.toolcalls import parse_tool_calls
+    from tests.helpers import llama_server
+
+    toolset = bench.toolset(1)
+    grader = Grader(bench, V2)
+    first = [s for s in bench.samples(1, "api") if not any(t.role == "API" for t in s.history)][:4]
+    requests = []
+    for sample in first:
+        context = sample.context()
+        chat = build_chat(context, toolset)
+        requests.append(Request(build_prompt(context, toolset), context, sample, 128, None, "chat", chat, "auto"))
+    path = packaged_model_path(QWEN)
+    with llama_server(path, "--n_ctx", "4096") as base:
+        http = OpenAIBackend("qwen", base, tool_choice="auto", timeout_s=300, check_tools=False)
+        served = [http.complete(r) for r in requests]
+    assert any(c.raw_tool_calls for c in served)  # the server read the template's tool-call syntax back
+    for sample, request, remote in zip(first, requests, served, strict=True):
+        local = qwen.complete(request)  # type: ignore[attr-defined]
+        assert remote.prompt_tokens == local.prompt_tokens, sample.key
+        there = grader.judge_parsed(sample, parse_tool_calls(remote.text, remote.raw_tool_calls or None))
+        here = grader.judge_parsed(sample, parse_tool_calls(local.text))
+        assert (there.correct, there.category, there.call_text) == (here.correct, here.category, here.call_text), sample.key

@@ -56,8 +56,11 @@ class TrainingExample:
         key: the sample key (``L1/api/<dialogue id>/<index>``), unique within a corpus.
         level: the evaluation level whose prompt layout it uses.
         task: ``api`` or ``response``.
-        prompt: the flattened completion prompt (ends with the lead).
+        prompt: what the model is shown: the flattened completion prompt (ends with the lead), or a chat
+            template's rendering (``chat`` and ``paper`` modes, :mod:`apibank_lib.training.chat_examples`).
         target: what the model should write after the prompt.
+        mode: ``completion`` (plain text, ended by a newline), ``chat`` or ``paper`` (rendered by a model's chat
+            template, special tokens written as text, ended by the template's end of turn).
     """
 
     key: str
@@ -65,6 +68,15 @@ class TrainingExample:
     task: str
     prompt: str
     target: str
+    mode: str = "completion"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; a completion example is written without its mode, as before modes existed (so the files
+        and fingerprints of earlier corpora stay as they were)."""
+        d = asdict(self)
+        if d["mode"] == "completion":
+            del d["mode"]
+        return d
 
 
 def samples_of(dialogues: Iterable[CorpusDialogue], schemas: dict[str, ToolSchema]) -> list[Sample]:
@@ -126,7 +138,7 @@ def write_examples(examples: Iterable[TrainingExample], path: str | Path) -> Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for ex in examples:
-            f.write(json.dumps(asdict(ex), sort_keys=True, ensure_ascii=False) + "\n")
+            f.write(json.dumps(ex.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
     return path
 
 
@@ -148,7 +160,7 @@ def fingerprint(examples: Sequence[TrainingExample]) -> str:
     """A short hash of the examples' text, recorded with a trained model."""
     h = hashlib.sha256()
     for ex in examples:
-        h.update(json.dumps(asdict(ex), sort_keys=True).encode())
+        h.update(json.dumps(ex.to_dict(), sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 

@@ -108,13 +108,17 @@ class TrainResult:
 def tokenize_example(tokenizer: Any, ex: TrainingExample) -> tuple[list[int], int]:
     """Token ids of prompt + target, and where the target starts.
 
-    The prompt is tokenised alone (with the tokenizer's BOS), as at inference, and
-    the target's tokens (without BOS) follow, ended by the end-of-sequence token.
+    The prompt is tokenised alone, as at inference, and the target's tokens follow. A completion example gets the
+    tokenizer's BOS and an end-of-sequence token after its target. A chat-template example (``chat`` or
+    ``paper`` mode) already holds its special tokens as text, BOS and end of turn included, so none is added
+    (the template's end of turn is where a chat model's generation stops; its EOS may be another token): its text
+    is tokenised as the local backends tokenise a rendered prompt.
     """
-    prompt_ids = tokenizer(ex.prompt, add_special_tokens=True)["input_ids"]
+    templated = ex.mode != "completion"
+    prompt_ids = tokenizer(ex.prompt, add_special_tokens=not templated)["input_ids"]
     target_ids = tokenizer(ex.target, add_special_tokens=False)["input_ids"]
     eos = tokenizer.eos_token_id
-    if eos is not None:
+    if eos is not None and not templated:
         target_ids = target_ids + [eos]
     return prompt_ids + target_ids, len(prompt_ids)
 

@@ -1,0 +1,110 @@
+"""Training examples for chat models: the evaluation's own chat rendering, with the gold answer as the last turn.
+
+A local chat model is evaluated on its chat template's rendering of a
+:class:`~apibank_lib.chat.ChatPrompt` (:func:`~apibank_lib.backends.base.render_with_template`). To train it on
+exactly that text, an example here renders the same messages and tools twice with the same template: once as the
+prompt (``add_generation_prompt=True``, what the model sees), once with the gold answer appended as an assistant
+turn (a structured tool call for an API-call sample, the reply for a reply sample). The target is what the second
+rendering adds to the first, so the loss falls on the assistant's answer only, in the template's own tool-call
+syntax and ended by its end-of-turn token.
+
+``paper`` mode does the same with the paper's text prompt sent as messages (the layout the ``paper`` protocol
+sends an official release's rendered prompts in), so that a model can be trained on a mix of both layouts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from apibank_lib.chat import build_chat
+from apibank_lib.chat_template import ChatTemplate, TemplateError
+from apibank_lib.prompts import build_prompt, target_text
+from apibank_lib.training.export import TrainingExample
+from apibank_lib.types import ApiCallSample, ApiRecord, Sample
+
+__all__ = ["TEMPLATE_MODES", "answer_message", "template_example", "template_examples", "template_of"]
+
+TEMPLATE_MODES = ("chat", "paper")
+"""The renderings that go through a model's chat template (``completion`` examples are plain text)."""
+
+
+def template_of(tokenizer: Any) -> ChatTemplate:
+    """A tokenizer's chat template (transformers' ``tokenizer.chat_template``), with its BOS and EOS texts.
+
+    Raises:
+        TemplateError: the tokenizer has no chat template.
+    """
+    source = getattr(tokenizer, "chat_template", None)
+    if not isinstance(source, str) or not source:
+        raise TemplateError(f"{type(tokenizer).__name__} has no chat template: train it with completion examples")
+    return ChatTemplate(source, tokenizer.bos_token or "", tokenizer.eos_token or "")
+
+
+def answer_message(sample: Sample) -> dict[str, Any]:
+    """The gold answer as an assistant message: a tool call (its id follows the history's ``call_N``) or a reply."""
+    if isinstance(sample, ApiCallSample):
+        earlier = sum(isinstance(t, ApiRecord) for t in sample.history)
+        call = {
+            "id": f"call_{earlier}",
+            "type": "function",
+            "function": {"name": sample.gold.api_name, "arguments": dict(sample.gold.args)},
+        }
+        return {"role": "assistant", "content": "", "tool_calls": [call]}
+    return {"role": "assistant", "content": sample.gold}
+
+
+def _paper_answer(sample: Sample) -> dict[str, Any]:
+    """The gold answer in the paper's layout: the call written as ``[Api(key='value')]``, or the reply."""
+    from apibank_lib.prompts import LEADS
+
+    text = target_text(sample).strip()
+    lead = LEADS[sample.kind]
+    if text.startswith(lead):
+        text = text[len(lead) :].strip()
+    return {"role": "assistant", "content": text}
+
+
+def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode: str = "chat") -> TrainingExample:
+    """One sample as a (prompt, target) pair in a chat template's rendering.
+
+    Args:
+        sample: an API-call or reply sample.
+        catalog: the APIs the prompt may describe (a tool set, or a
+            :class:`~apibank_lib.training.export.SchemaCatalog`).
+        template: the model's chat template.
+        mode: ``chat`` (chat turns, tool calls, tool messages, as evaluated in chat mode) or ``paper`` (the paper's
+            text prompt as messages).
+
+    Raises:
+        TemplateError: the template cannot render it, or renders the conversation so that the prompt is not its
+            beginning (the target would then not be what the model continues with); the sample is named.
+    """
+    context = sample.context()
+    if mode == "chat":
+        chat = build_chat(context, catalog)
+        messages, tools, answer = chat.messages, chat.tools, answer_message(sample)
+    elif mode == "paper":
+        messages, tools, answer = build_prompt(context, catalog).messages, None, _paper_answer(sample)
+    else:
+        raise TemplateError(f"unknown template mode {mode!r}; choose one of {', '.join(TEMPLATE_MODES)}")
+    try:
+        prompt = template.render(messages, tools, add_generation_prompt=True)
+        full = template.render([*messages, answer], tools, add_generation_prompt=False)
+    except TemplateError as exc:
+        raise TemplateError(f"{sample.key}: {exc}") from exc
+    if not full.startswith(prompt):
+        at = next((i for i, (a, b) in enumerate(zip(prompt, full)) if a != b), min(len(prompt), len(full)))
+        raise TemplateError(
+            f"{sample.key}: the chat template renders the answered conversation differently from the prompt "
+            f"(they part at character {at}: {prompt[at:at + 40]!r} vs {full[at:at + 40]!r})"
+        )
+    # What follows the answer's end-of-turn (a newline, for most templates) is not part of the answer.
+    target = full[len(prompt) :].rstrip()
+    return TrainingExample(sample.key, sample.level, sample.kind, prompt, target, mode)
+
+
+def template_examples(
+    samples: Iterable[Sample], catalog: Any, template: ChatTemplate, mode: str = "chat"
+) -> list[TrainingExample]:
+    """:func:`template_example` for each sample, in order."""
+    return [template_example(s, catalog, template, mode) for s in samples]
