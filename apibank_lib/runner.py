@@ -192,6 +192,7 @@ def _completion_values(comp: Completion) -> dict[str, Any]:
         "completion_tokens": comp.completion_tokens,
         "latency_s": round(comp.latency_s, 4),
         "attempts": comp.attempts,
+        "stop_reason": comp.stop_reason,
     }
 
 

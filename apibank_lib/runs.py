@@ -286,6 +286,7 @@ class PredictionRecord(_ItemRecord):
         raw_tool_calls: the same as the server returned them (``{"name", "arguments"}``, arguments unparsed).
         prompt_sha: a hash of the prompt text (identical prompts get the same answer).
         prompt_tokens, completion_tokens, latency_s, attempts: usage, when known.
+        stop_reason: why the generation ended, when the backend said (``stop``, ``length`` ...).
         error: why the backend gave no answer (the sample then counts as wrong).
         reused: the answer of an identical earlier prompt was reused.
         steps: an episode's steps.
@@ -300,6 +301,7 @@ class PredictionRecord(_ItemRecord):
     completion_tokens: int | None = None
     latency_s: float | None = None
     attempts: int | None = None
+    stop_reason: str | None = None
     error: str | None = None
     reused: bool = False
     steps: list[EpisodeStep] = field(default_factory=list)
@@ -314,6 +316,18 @@ class PredictionRecord(_ItemRecord):
     def failed(self) -> bool:
         """The backend gave no answer."""
         return self.error is not None
+
+    @property
+    def empty(self) -> bool:
+        """The model answered and generated nothing at all: zero tokens, no text, no call (an immediate end of
+        turn, not a failure of the backend)."""
+        return (
+            self.error is None
+            and self.completion_tokens == 0
+            and not (self.output or "").strip()
+            and not self.tool_calls
+            and not self.raw_tool_calls
+        )
 
     def text(self) -> str:
         """The text to judge: the first native tool call when there was one, else the generated text."""
@@ -367,6 +381,7 @@ class JudgmentRecord(_ItemRecord):
             ToolSearcher call, an episode).
         call_format: chat mode: the format the answer's calls were written in (``hermes``, ``openai`` ...).
         n_calls: chat mode: how many calls the answer held (the first is graded).
+        empty: the model generated nothing (zero tokens: it ended its turn at once); also said in ``notes``.
     """
 
     gold_api: str | None = None
@@ -388,6 +403,7 @@ class JudgmentRecord(_ItemRecord):
     retriever: str | None = None
     call_format: str | None = None
     n_calls: int | None = None
+    empty: bool = False
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgmentRecord:

@@ -98,6 +98,13 @@ def judge_predictions(
             else:
                 base.rouge_scores = grader.reply_scores(item, rec.text())
                 base.rouge_l = base.rouge_scores[grader.protocol.reply_metric.name]
+            if not isinstance(item, Episode) and rec.empty:
+                # Otherwise indistinguishable from a model that wrote something unreadable: say it stopped at once.
+                base.empty = True
+                base.notes = [
+                    *base.notes,
+                    f"empty answer: the model ended its turn at once (0 tokens generated; stop reason: {rec.stop_reason or 'not recorded'})",
+                ]
             out.append(base)
     return out
 
@@ -159,6 +166,7 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
             "rouge_l": _ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
             "rouge_l_by_metric": _rouge_by_metric(replies),
             "backend_errors": sum(1 for j in mine if j.backend_error),
+            "empty_answers": sum(1 for j in mine if j.empty),
         }
         if episodes:
             ok = sum(1 for j in episodes if j.correct)
@@ -176,6 +184,7 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
         "rouge_l": _ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
         "rouge_l_by_metric": _rouge_by_metric(replies),
         "backend_errors": sum(v["backend_errors"] for v in levels.values()),
+        "empty_answers": sum(v["empty_answers"] for v in levels.values()),
         "note": TOTAL_NOTE,
     }
     return {"levels": levels, "overall": overall}

@@ -135,3 +135,20 @@ def test_oracle_under_paper_matches_the_paper_replay(bench: Benchmark, tmp_path:
         assert metrics["levels"][lv]["api_correct"] == report["levels"][lv]["samples_correct"]
         assert metrics["levels"][lv]["api_samples"] == report["levels"][lv]["samples"]
     assert metrics["levels"]["1"]["api_accuracy"] < 1.0  # the original's known false negatives
+
+
+def test_an_empty_answer_is_recorded_as_such_with_its_stop_reason(bench: Benchmark, tmp_path: Path) -> None:
+    # A model that ends its turn at once (the small Lynx did so on a release's prompts) is not a model that wrote
+    # something unreadable: the judgment and the metrics say so.
+    out = tmp_path / "empty"
+    backend = ScriptedBackend(lambda req: "" if req.kind == "api" else "Done.")
+    run(RunConfig("scripted", levels=(1,), limit=6, out=str(out)), backend=backend, bench=bench, progress=False)
+    preds = RunFolder(out).read_predictions().records
+    assert {r.stop_reason for r in preds.values()} == {"stop"}
+    metrics = score_run(out, bench=bench)
+    judged = RunFolder(out).read_judgments()
+    api = [j for j in judged if j.kind == "api"]
+    assert api and all(j.empty and j.category == "No API Call" for j in api)
+    assert all("empty answer" in " ".join(j.notes) and "stop reason: stop" in " ".join(j.notes) for j in api)
+    assert not any(j.empty for j in judged if j.kind == "response")
+    assert metrics["levels"]["1"]["empty_answers"] == len(api) == metrics["overall"]["empty_answers"]

@@ -103,6 +103,9 @@ class Completion:
         prompt_tokens, completion_tokens: token usage when known.
         latency_s: wall time of the request(s), retries included.
         attempts: how many requests it took.
+        stop_reason: why the generation ended, when known: ``stop`` (the model ended its turn, or a stop
+            sequence came), ``length`` (the token budget ran out), ``tool_calls`` (a server's word for a turn
+            that ended with calls), or what else a server said.
     """
 
     text: str
@@ -112,6 +115,7 @@ class Completion:
     completion_tokens: int | None = None
     latency_s: float = 0.0
     attempts: int = 1
+    stop_reason: str | None = None
 
 
 class Backend:

@@ -260,12 +260,14 @@ class LlamaCppBackend(Backend):
             if chat:
                 generated, n_out = self._generate(tokens, budget)
                 usage = {"prompt_tokens": len(tokens), "completion_tokens": n_out}
+                reason = "length" if n_out >= budget else "stop"
             else:
                 # Completion mode sends the text as before (llama.cpp tokenizes it).
                 out = self.llm.create_completion(
                     text, max_tokens=budget, temperature=0.0, top_k=1, repeat_penalty=1.0, stop=request.stop or None, seed=self.seed
                 )
                 generated, usage = out["choices"][0]["text"], out.get("usage", {})
+                reason = out["choices"][0].get("finish_reason")
             if mode == PAPER_PROMPT:
                 for stop in request.stop or []:
                     cut = generated.find(stop)
@@ -275,6 +277,7 @@ class LlamaCppBackend(Backend):
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             latency_s=time.perf_counter() - start,
+            stop_reason=reason,
         )
 
     def _generate(self, tokens: list[int], budget: int) -> tuple[str, int]:

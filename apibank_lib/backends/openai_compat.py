@@ -242,4 +242,5 @@ class OpenAIBackend(Backend):
             completion_tokens=usage.get("completion_tokens"),
             latency_s=time.perf_counter() - start,
             attempts=attempts,
+            stop_reason=data["choices"][0].get("finish_reason"),
         )

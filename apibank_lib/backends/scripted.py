@@ -48,7 +48,8 @@ class ScriptedBackend(Backend):
         if self._fail_on and self._fail_on(request):
             raise BackendError("scripted failure", connection=self._connection)
         text = self._answer(request) if callable(self._answer) else self._answer
-        return Completion(text, latency_s=time.perf_counter() - start)
+        # Words stand in for tokens, so that an empty answer has zero, as a model's immediate end of turn does.
+        return Completion(text, completion_tokens=len(text.split()), latency_s=time.perf_counter() - start, stop_reason="stop")
 
     def info(self) -> dict[str, Any]:
         return {"backend": self.kind, "delay_s": self._delay}

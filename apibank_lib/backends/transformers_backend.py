@@ -163,4 +163,10 @@ class TransformersBackend(Backend):
                 cut = answer.find(stop)
                 if cut >= 0:
                     answer = answer[:cut]
-        return Completion(answer, prompt_tokens=int(enc["input_ids"].shape[1]), completion_tokens=int(new.shape[0]), latency_s=time.perf_counter() - start)
+        return Completion(
+            answer,
+            prompt_tokens=int(enc["input_ids"].shape[1]),
+            completion_tokens=int(new.shape[0]),
+            latency_s=time.perf_counter() - start,
+            stop_reason="length" if int(new.shape[0]) >= request.max_tokens else "stop",
+        )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT
 from apibank_lib.chat import build_chat
 from apibank_lib.chat_template import ChatTemplate, TemplateError
 from apibank_lib.prompts import build_prompt, target_text
@@ -24,7 +25,7 @@ from apibank_lib.types import ApiCallSample, ApiRecord, Sample
 
 __all__ = ["TEMPLATE_MODES", "answer_message", "template_example", "template_examples", "template_of"]
 
-TEMPLATE_MODES = ("chat", "paper")
+TEMPLATE_MODES = (CHAT_PROMPT, PAPER_PROMPT)
 """The renderings that go through a model's chat template (``completion`` examples are plain text)."""
 
 
@@ -64,7 +65,7 @@ def _paper_answer(sample: Sample) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode: str = "chat") -> TrainingExample:
+def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode: str = CHAT_PROMPT) -> TrainingExample:
     """One sample as a (prompt, target) pair in a chat template's rendering.
 
     Args:
@@ -80,10 +81,10 @@ def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode:
             beginning (the target would then not be what the model continues with); the sample is named.
     """
     context = sample.context()
-    if mode == "chat":
+    if mode == CHAT_PROMPT:
         chat = build_chat(context, catalog)
         messages, tools, answer = chat.messages, chat.tools, answer_message(sample)
-    elif mode == "paper":
+    elif mode == PAPER_PROMPT:
         messages, tools, answer = build_prompt(context, catalog).messages, None, _paper_answer(sample)
     else:
         raise TemplateError(f"unknown template mode {mode!r}; choose one of {', '.join(TEMPLATE_MODES)}")
@@ -104,7 +105,7 @@ def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode:
 
 
 def template_examples(
-    samples: Iterable[Sample], catalog: Any, template: ChatTemplate, mode: str = "chat"
+    samples: Iterable[Sample], catalog: Any, template: ChatTemplate, mode: str = CHAT_PROMPT
 ) -> list[TrainingExample]:
     """:func:`template_example` for each sample, in order."""
     return [template_example(s, catalog, template, mode) for s in samples]
