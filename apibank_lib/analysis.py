@@ -336,7 +336,7 @@ def compact_main_table(main: Any) -> Any:
 
 
 def compare_runs(runs: Sequence[ScoredRun]) -> Any:
-    """Many runs side by side: labels, accuracy and ROUGE-L (both packages) per level, coverage.
+    """Many runs side by side: labels, accuracy and ROUGE-L (both packages) per level, coverage, empty answers.
 
     The columns say which ROUGE-L package each number is from; the protocol's
     own is the one :func:`main_table` reports.
@@ -355,6 +355,8 @@ def compare_runs(runs: Sequence[ScoredRun]) -> Any:
         row["total acc"] = _pct(r.metrics["overall"]["api_accuracy"])
         cov = r.metrics["coverage"]
         row.update({"answered": cov["answered"], "failed": cov["failed"], "expected": cov["expected"]})
+        # Answers of zero tokens (scored before this count existed: unknown until scored again).
+        row["empty answers"] = r.metrics["overall"].get("empty_answers")
         row["partial"] = bool(r.metrics["partial"])
         rows.append(row)
     return pd.DataFrame(rows)

@@ -77,6 +77,7 @@ def test_comparison_labels_say_model_prompt_mode_protocol_and_data(bench: Benchm
     labels = table[["model", "prompt mode", "protocol", "data"]].values.tolist()
     assert labels == [["oracle", "reference", "v2", "bundled"], ["oracle", "reference", "paper", "official"], ["scripted", "completion", "v2", "bundled"]]
     assert {"L1 ROUGE-L (rouge)", "L1 ROUGE-L (rouge-score)", "partial"} <= set(table.columns)
+    assert table["empty answers"].tolist() == [0, 0, 0]
 
 
 def test_main_table_has_the_papers_layout_and_rows(bench: Benchmark, tmp_path: Path) -> None:
