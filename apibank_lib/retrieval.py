@@ -411,7 +411,8 @@ def accuracy_by_retriever(
         kept = Predictions({k: r for k, r in read.records.items() if r.level in levels and r.kind == "api"})
         model = getattr(item, "model", None) or info.model
         for name in retrievers:
-            judgments = judge_predictions(bench, Grader(bench, get_protocol(info.protocol), searcher=name), kept)
+            grader = Grader(bench, get_protocol(info.protocol), searcher=name)
+            judgments = judge_predictions(bench, grader, kept, info.prompt_mode)  # chat answers read as tool calls
             for level in levels:
                 part = [j for j in judgments if j.level == level]
                 if not part:

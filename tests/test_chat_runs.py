@@ -139,3 +139,14 @@ def test_a_server_that_ignores_tools_stops_the_run_and_is_remembered(bench: Benc
     result = run(RunConfig(spec, levels=(1,), limit=10, tasks=("api",), out=str(tmp_path / "ign"), restart=True), bench=bench, progress=False)
     assert result.answered == 10 and result.skipped == 0
     assert (tmp_path / "ign" / "discarded-1" / "predictions.jsonl").is_file() and not folder.read_warnings()
+
+
+def test_regrading_with_each_retriever_reads_chat_answers_as_tool_calls(bench: Benchmark, tmp_path: Path) -> None:
+    # Notebook 07 grades a run's level-2/3 answers again with every retriever; a chat run's answers are tool calls.
+    from apibank_lib.retrieval import accuracy_by_retriever
+
+    out = tmp_path / "chat23"
+    config = RunConfig("scripted", levels=(2, 3), limit=8, tasks=("api",), prompt_mode="chat", out=str(out))
+    run(config, backend=ScriptedBackend(_gold_as_hermes), bench=bench, progress=False)
+    table = accuracy_by_retriever(bench, [out], ["enriched"], n_boot=50)
+    assert list(table["accuracy"]) == [100.0, 100.0]  # the gold calls, graded with v2's own retriever
