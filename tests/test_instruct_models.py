@@ -86,11 +86,13 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
     with llama_server(path, "--n_ctx", "4096") as base:
         http = OpenAIBackend("qwen", base, tool_choice="auto", timeout_s=300, check_tools=False)
         served = [http.complete(r) for r in requests]
-    # Without --chat_format the server returns the template's tool-call syntax as text, which the parser reads.
-    assert any(parse_tool_calls(c.text, c.raw_tool_calls or None).calls for c in served)
+    # Asked with "auto", the 0.5B answers most of these first samples in text (it asks for the password it was not
+    # given), so the agreement checked here is of prompt, decoding and reading.
     for sample, request, remote in zip(first, requests, served, strict=True):
         local = qwen.complete(request)  # type: ignore[attr-defined]
         assert remote.prompt_tokens == local.prompt_tokens, sample.key
+        # The words of a text answer may part after a hundred characters or so (the server's own sampling
+        # setup), so the judgments are compared, not the texts.
         there = grader.judge_parsed(sample, parse_tool_calls(remote.text, remote.raw_tool_calls or None))
         here = grader.judge_parsed(sample, parse_tool_calls(local.text))
         assert (there.correct, there.category, there.call_text) == (here.correct, here.category, here.call_text), sample.key
