@@ -150,14 +150,20 @@ def slow_server() -> Iterator[str]:
 def test_ctrl_c_says_what_is_saved_and_how_to_resume(slow_server: str, tmp_path: Path) -> None:
     out = tmp_path / "int"
     cmd = [sys.executable, "-m", "apibank_lib", "run", "--model", f"openai:m@{slow_server}", "--level", "1", "--limit", "30", "--out", str(out), "--prompt-mode", "paper"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    parent = signal.getsignal(signal.SIGINT)  # said if the test fails: a child inherits an ignored SIGINT
+
+    def default_sigint() -> None:
+        # Whatever an earlier test left this process's SIGINT as, the run must start with Python's own handling.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, preexec_fn=default_sigint)
     pred = out / "predictions.jsonl"
     deadline = time.time() + 60
     while time.time() < deadline and (not pred.is_file() or pred.read_text().count("\n") < 3):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, f"SIGINT in the test process: {parent!r}\n{err[-3000:]}"
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     saved = pred.read_text().count("\n")
