@@ -59,6 +59,14 @@ class ChatTemplate:
     eos_token: str = ""
 
     @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> ChatTemplate | None:
+        """A transformers tokenizer's chat template with its BOS and EOS texts (None when it has none)."""
+        source = getattr(tokenizer, "chat_template", None)
+        if not isinstance(source, str) or not source:
+            return None
+        return cls(source, tokenizer.bos_token or "", tokenizer.eos_token or "")
+
+    @classmethod
     def from_gguf_metadata(cls, metadata: dict[str, str], token_text: Any = None) -> ChatTemplate:
         """The template a GGUF file carries (``tokenizer.chat_template``).
 

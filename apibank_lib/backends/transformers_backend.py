@@ -131,10 +131,7 @@ class TransformersBackend(Backend):
         """The tokenizer's chat template (None when it has none)."""
         from apibank_lib.chat_template import ChatTemplate
 
-        source = getattr(self.tokenizer, "chat_template", None)
-        if not isinstance(source, str) or not source:
-            return None
-        return ChatTemplate(source, self.tokenizer.bos_token or "", self.tokenizer.eos_token or "")
+        return ChatTemplate.from_tokenizer(self.tokenizer)
 
     def default_prompt_mode(self) -> str:
         """Completion for the packaged base model and adapters on it; chat for a model whose template reads tools."""

@@ -19,8 +19,8 @@ from typing import Any, Iterable
 from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT
 from apibank_lib.chat import build_chat
 from apibank_lib.chat_template import ChatTemplate, TemplateError
-from apibank_lib.prompts import build_prompt, target_text
-from apibank_lib.training.export import TrainingExample
+from apibank_lib.prompts import build_prompt
+from apibank_lib.training.export import TrainingExample, answer_text
 from apibank_lib.types import ApiCallSample, ApiRecord, Sample
 
 __all__ = ["TEMPLATE_MODES", "answer_message", "template_example", "template_examples", "template_of"]
@@ -35,10 +35,10 @@ def template_of(tokenizer: Any) -> ChatTemplate:
     Raises:
         TemplateError: the tokenizer has no chat template.
     """
-    source = getattr(tokenizer, "chat_template", None)
-    if not isinstance(source, str) or not source:
+    template = ChatTemplate.from_tokenizer(tokenizer)
+    if template is None:
         raise TemplateError(f"{type(tokenizer).__name__} has no chat template: train it with completion examples")
-    return ChatTemplate(source, tokenizer.bos_token or "", tokenizer.eos_token or "")
+    return template
 
 
 def answer_message(sample: Sample) -> dict[str, Any]:
@@ -56,13 +56,7 @@ def answer_message(sample: Sample) -> dict[str, Any]:
 
 def _paper_answer(sample: Sample) -> dict[str, Any]:
     """The gold answer in the paper's layout: the call written as ``[Api(key='value')]``, or the reply."""
-    from apibank_lib.prompts import LEADS
-
-    text = target_text(sample).strip()
-    lead = LEADS[sample.kind]
-    if text.startswith(lead):
-        text = text[len(lead) :].strip()
-    return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": answer_text(sample)}
 
 
 def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode: str = CHAT_PROMPT) -> TrainingExample:

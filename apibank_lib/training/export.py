@@ -24,7 +24,7 @@ from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDial
 from apibank_lib.prompts import LEADS, build_prompt, target_text
 from apibank_lib.types import ApiCallSample, Sample, ToolSchema
 
-__all__ = ["SchemaCatalog", "TrainingExample", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "examples_from_toolalpaca"]
+__all__ = ["SchemaCatalog", "TrainingExample", "answer_text", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "examples_from_toolalpaca"]
 
 
 class SchemaCatalog:
@@ -99,16 +99,21 @@ def _renamed(sample: Sample, dialogue_id: str) -> Sample:
     return replace(sample, dialogue_id=dialogue_id)
 
 
+def answer_text(sample: Sample) -> str:
+    """The gold answer as the model writes it after the prompt's lead (``API-Request:`` / ``AI:``), stripped."""
+    target = target_text(sample)
+    lead = LEADS[sample.kind]
+    if sample.kind == "api" and target.startswith(lead):
+        target = target[len(lead) :]
+    return target.strip()
+
+
 def examples_from_samples(samples: Iterable[Sample], catalog: Any, *, shots: int = 0) -> list[TrainingExample]:
     """Render samples as (prompt, target) pairs with the evaluation's prompt builder."""
     out: list[TrainingExample] = []
     for s in samples:
         prompt = build_prompt(s.context(), catalog, shots=shots)
-        target = target_text(s)
-        lead = LEADS[s.kind]
-        if s.kind == "api" and target.startswith(lead):
-            target = target[len(lead) :]
-        out.append(TrainingExample(s.key, s.level, s.kind, prompt.text, " " + target.strip() + "\n"))
+        out.append(TrainingExample(s.key, s.level, s.kind, prompt.text, " " + answer_text(s) + "\n"))
     return out
 
 
