@@ -47,7 +47,7 @@ from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import domains
-from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample
+from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample, ToolSchema
 
 __all__ = [
     "ScoredRun",
@@ -72,6 +72,8 @@ __all__ = [
     "calls_by_domain",
     "check_release",
     "toolalpaca_table",
+    "corpus_vocabulary",
+    "seen_in_training",
     "ABILITIES",
 ]
 
@@ -883,3 +885,48 @@ def training_statistics_table(report: Any, examples: Sequence[Any] | None = None
         ("tester rejections", f"{len(report.rejected)} of {report.total}", None),
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=["quantity", "measured here (our training corpus)", "reported (paper, training)"])
+
+
+def corpus_vocabulary(schemas: Mapping[str, ToolSchema]) -> tuple[set[str], set[str]]:
+    """The API names and input-parameter names a training corpus's APIs use (a tester report's ``schemas``)."""
+    names = set(schemas)
+    params = {p for s in schemas.values() for p in s.input_parameters}
+    return names, params
+
+
+def seen_in_training(run: ScoredRun, bench: Benchmark, schemas: Mapping[str, ToolSchema], *, level: int = 1) -> Any:
+    """Call accuracy split by how much of each gold API the training corpus has seen.
+
+    Each API-call sample at ``level`` (duplicates left out) falls in one group by its gold API: ``name seen`` (the
+    corpus has an API of that name), else ``all parameters seen`` / ``some parameters seen`` / ``no parameter
+    seen`` by how many of the API's input-parameter names occur among the corpus APIs' parameters (an API without
+    parameters counts as all seen). A fine-tuned model that only copies what it was trained on gains on the first
+    groups and not on the last.
+
+    Returns:
+        One row per group: samples, correct, Call accuracy (%), and the group's distinct APIs.
+    """
+    pd = _pandas()
+    names, params = corpus_vocabulary(schemas)
+    toolset = bench.toolset(level)
+    rows: dict[str, dict[str, Any]] = {}
+    order = ("name seen", "all parameters seen", "some parameters seen", "no parameter seen")
+    for j in run.judgments:
+        if j.kind != "api" or j.level != level or j.duplicate or j.gold_api is None:
+            continue
+        if j.gold_api in names:
+            group = "name seen"
+        else:
+            wanted = set(toolset.schema(j.gold_api).input_parameters) if j.gold_api in toolset else set()
+            known = len(wanted & params)
+            group = "all parameters seen" if known == len(wanted) else ("some parameters seen" if known else "no parameter seen")
+        row = rows.setdefault(group, {"samples": 0, "correct": 0, "apis": set()})
+        row["samples"] += 1
+        row["correct"] += bool(j.correct)
+        row["apis"].add(j.gold_api)
+    table = [
+        {"model": run.model, "group": g, "samples": rows[g]["samples"], "correct": rows[g]["correct"],
+         "Call accuracy (%)": round(100 * rows[g]["correct"] / rows[g]["samples"], 2), "APIs": len(rows[g]["apis"])}
+        for g in order if g in rows
+    ]
+    return pd.DataFrame(table, columns=["model", "group", "samples", "correct", "Call accuracy (%)", "APIs"])

@@ -528,10 +528,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from apibank_lib.training.workflow import train_model
 
     data = {"format": args.format, "paths": list(args.corpus), "examples": args.examples, "mix": args.mix, "seed": args.seed}
+    if args.prompt_modes:
+        data["modes"] = args.prompt_modes  # absent otherwise, so older training.json files read the same
     config = TrainConfig(
         out=args.out, model=args.model, method=args.method, rank=args.rank, alpha=args.alpha, lr=args.lr, epochs=args.epochs,
         accumulate=args.accumulate, max_len=args.max_len, seed=args.seed, threads=args.threads, max_steps=args.max_steps,
-        init_adapter=args.init_adapter, data=data, command="apibank " + shlex.join(sys.argv[1:]),
+        init_adapter=args.init_adapter, engine=args.engine, save_every=args.save_every, data=data,
+        command="apibank " + shlex.join(sys.argv[1:]),
     )
     result = train_model(config, progress=not args.json, note=_warn)
     if args.json:
@@ -751,6 +754,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("lora", "full"), default="lora")
     p.add_argument("--examples", type=int, default=None, help="how many examples to draw (default: all)")
     p.add_argument("--mix", default=None, help="group shares of the draw, e.g. L1/api=0.6,L1/response=0.4 (default: mostly level-1 calls)")
+    p.add_argument(
+        "--prompt-modes", default=None, metavar="MODES",
+        help="render examples through the model's chat template, e.g. chat=0.7,paper=0.3 (the evaluation's chat "
+        "turns and the paper's text layout); default: completion examples, for base models",
+    )
     p.add_argument("--rank", type=int, default=16)
     p.add_argument("--alpha", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-4)
@@ -761,6 +769,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--init-adapter", default=None, help="continue training this LoRA adapter folder (a second stage)")
+    p.add_argument("--engine", choices=("trl", "loop"), default="trl", help="trl: TRL's SFTTrainer (Accelerate); loop: the single-device reference loop")
+    p.add_argument("--save-every", type=int, default=20, help="optimiser steps between checkpoints")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_train)
 

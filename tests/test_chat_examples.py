@@ -128,3 +128,45 @@ def test_with_qwens_own_template_the_target_parses_back_to_the_gold_call(bench: 
             assert ex.target.endswith("</tool_call><|im_end|>")
             parsed = parse_tool_calls(ex.target.removesuffix("<|im_end|>"))
             assert parsed.format == "hermes" and parsed.first == ApiCall(sample.gold.api_name, dict(sample.gold.args))
+
+
+def test_prompt_mode_shares_are_parsed_strictly() -> None:
+    from apibank_lib.errors import ConfigError
+    from apibank_lib.training.chat_examples import parse_modes
+
+    assert parse_modes("chat=0.7,paper=0.3") == {"chat": 0.7, "paper": 0.3}
+    assert parse_modes("chat") == {"chat": 1.0}
+    for bad, says in (("prose=1", "unknown mode 'prose'"), ("chat=lots", "not MODE=SHARE"), ("chat=0", "no mode"), ("chat=-1", "negative")):
+        with pytest.raises(ConfigError, match=says):
+            parse_modes(bad)
+
+
+def test_a_samples_mode_depends_on_its_key_and_the_seed_only() -> None:
+    from apibank_lib.training.chat_examples import mode_of
+
+    shares = {"chat": 0.7, "paper": 0.3}
+    keys = [f"dialogue-{i}/api/{i % 3}" for i in range(2000)]
+    modes = [mode_of(k, shares) for k in keys]
+    assert modes == [mode_of(k, shares) for k in reversed(keys)][::-1]  # order does not matter
+    assert 0.65 < modes.count("chat") / len(modes) < 0.75  # the draw follows the shares
+    assert modes != [mode_of(k, shares, seed=1) for k in keys]
+    assert {mode_of(k, {"paper": 1.0}) for k in keys[:50]} == {"paper"}
+
+
+def test_an_adapter_is_evaluated_by_default_in_the_rendering_it_was_trained_on(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from apibank_lib.training.shipped import adapter_prompt_mode
+
+    root = Path(str(tmp_path))
+    for name, data, expected in (
+        ("chat", {"modes": "chat=0.7,paper=0.3"}, "chat"),
+        ("paper", {"modes": "paper"}, "paper"),
+        ("text", {"format": "corpus"}, "completion"),
+    ):
+        (root / name / "adapter").mkdir(parents=True)
+        (root / name / "training.json").write_text(json.dumps({"config": {"data": data}}))
+        assert adapter_prompt_mode(str(root / name / "adapter")) == expected
+    (root / "bare").mkdir()
+    assert adapter_prompt_mode(str(root / "bare")) is None  # no record: the backend's own rule applies
+    assert adapter_prompt_mode("lynx-270m") == "completion"  # the shipped Gemma adapters were trained on text

@@ -96,3 +96,22 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
         there = grader.judge_parsed(sample, parse_tool_calls(remote.text, remote.raw_tool_calls or None))
         here = grader.judge_parsed(sample, parse_tool_calls(local.text))
         assert (there.correct, there.category, there.call_text) == (here.correct, here.category, here.call_text), sample.key
+
+
+def test_the_small_lynx_v2_is_the_0_5b_with_its_adapter_in_chat_mode(qwen: object, bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.backends.llamacpp import LlamaCppBackend
+    from apibank_lib.training.shipped import adapter_digest, adapter_folder
+
+    if not (adapter_folder("lynx-0.5b") / "adapter_model.safetensors").is_file():
+        pytest.fail("models/lynx-0.5b/adapter is missing: the small Lynx v2 ships with the repository")
+    lynx = LlamaCppBackend(**LlamaCppBackend.target_options("lynx-0.5b"), threads=2)
+    # Trained in chat form (its training.json says so), so evaluated in chat form, with a window that grows.
+    assert lynx.default_prompt_mode() == "chat" and lynx.n_ctx is None
+    assert lynx.template.sha == qwen.template.sha  # type: ignore[attr-defined]
+    ident = lynx.identity()
+    assert ident["model"] == QWEN and ident["adapter"] == "lynx-0.5b" and ident["adapter_sha"] == adapter_digest("lynx-0.5b")
+    out = tmp_path / "lynx"
+    run(RunConfig("llamacpp:lynx-0.5b", levels=(1,), limit=2, tasks=("api",), out=str(out)), backend=lynx, bench=bench, progress=False)
+    score_run(out, bench=bench)
+    assert len(RunFolder(out).read_judgments()) == 2
+    assert RunFolder(out).read_info().identity["prompt_mode"] == "chat"

@@ -199,7 +199,14 @@ def test_gguf_adapter_has_llama_cpp_names_shapes_and_alpha(tmp_path: Path) -> No
     adapter.mkdir()
     save_file(tensors, str(adapter / "adapter_model.safetensors"))
     (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "lora_alpha": 8, "r": 4}))
+    from apibank_lib.training.gguf_lora import gguf_adapter_path, gguf_architecture
+
+    # The cache name follows the architecture (a Qwen2 adapter's file is another file), Gemma's as before.
+    assert gguf_adapter_path(adapter) != gguf_adapter_path(adapter, "qwen2") == gguf_adapter_path(adapter, arch="qwen2")
+    qwen = adapter_to_gguf(adapter, tmp_path / "q.gguf", arch="qwen2")
+    assert gguf_architecture(qwen) == "qwen2"
     path = adapter_to_gguf(adapter, tmp_path / "a.gguf")
+    assert gguf_architecture(path) == "gemma3"
     reader = gguf.GGUFReader(str(path))
     shapes = {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
     # GGUF lists dimensions fastest-first: PEFT's (rank, in) is (in, rank) here.

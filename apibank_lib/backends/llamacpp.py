@@ -124,17 +124,17 @@ class LlamaCppBackend(Backend):
             raise ConfigError(f"GGUF model file not found: {path}")
         self.lora_path = None
         if adapter:
-            from apibank_lib.training.gguf_lora import adapter_to_gguf
+            from apibank_lib.training.gguf_lora import adapter_to_gguf, gguf_architecture
             from apibank_lib.training.shipped import adapter_folder
 
-            self.lora_path = str(adapter_to_gguf(adapter_folder(adapter)))
+            self.lora_path = str(adapter_to_gguf(adapter_folder(adapter), arch=gguf_architecture(path)))
         self.adapter = adapter
         self.name = f"llamacpp:{model}" + (f"+{adapter}" if adapter else "")
         self.model = model
         self.model_path = path
-        if n_ctx is None and (model in PACKAGED or adapter):
-            # The base model reads the paper's text prompts, which fit 4,096 tokens: its window stays fixed, as it
-            # was before windows could grow, so its runs keep their identity.
+        if n_ctx is None and model in PACKAGED:
+            # The base model (and its adapters) reads the paper's text prompts, which fit 4,096 tokens: its window
+            # stays fixed, as it was before windows could grow, so its runs keep their identity.
             n_ctx = START_CTX
         self.n_ctx = n_ctx
         self.threads = threads or available_cores()
@@ -175,7 +175,14 @@ class LlamaCppBackend(Backend):
         )
 
     def default_prompt_mode(self) -> str:
-        """Completion for the packaged base model and its adapters; chat for a model whose template reads tools."""
+        """An adapter's training rendering (its ``training.json``); else completion for the packaged base model and
+        adapters on it, chat for a model whose template reads tools."""
+        if self.adapter:
+            from apibank_lib.training.shipped import adapter_prompt_mode
+
+            trained = adapter_prompt_mode(self.adapter)
+            if trained is not None:
+                return trained
         return self.template_default_mode(self.model in PACKAGED or bool(self.adapter))
 
     def prompt_mode(self, requested: str | None = None) -> str:

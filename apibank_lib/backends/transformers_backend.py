@@ -68,6 +68,25 @@ def load_causal_lm(model: str) -> tuple[Any, Any, str]:
     raise ConfigError(f"not a model directory or GGUF file: {model}")
 
 
+def load_tokenizer(model: str) -> Any:
+    """A model's tokenizer alone (the converted copy's when there is one, else read from the GGUF file)."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as exc:  # pragma: no cover
+        raise ConfigError("the hf backend needs the 'hf' extra: pip install 'apibank_lib[hf]'") from exc
+    from apibank_lib.backends.llamacpp import model_path
+
+    path = model_path(model)
+    if path.is_file() and path.suffix == ".gguf":
+        converted = _converted_dir(path)
+        if (converted / "tokenizer_config.json").is_file():
+            return AutoTokenizer.from_pretrained(converted)
+        return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    if path.is_dir():
+        return AutoTokenizer.from_pretrained(path)
+    raise ConfigError(f"not a model directory or GGUF file: {model}")
+
+
 class TransformersBackend(Backend):
     """Greedy generation with transformers on the CPU (or a GPU when one is present).
 
@@ -134,9 +153,16 @@ class TransformersBackend(Backend):
         return ChatTemplate.from_tokenizer(self.tokenizer)
 
     def default_prompt_mode(self) -> str:
-        """Completion for the packaged base model and adapters on it; chat for a model whose template reads tools."""
+        """An adapter's training rendering (its ``training.json``); else completion for the packaged base model and
+        adapters on it, chat for a model whose template reads tools."""
         from apibank_lib.backends.llamacpp import PACKAGED
 
+        if self.adapter:
+            from apibank_lib.training.shipped import adapter_prompt_mode
+
+            trained = adapter_prompt_mode(self.adapter)
+            if trained is not None:
+                return trained
         return self.template_default_mode(self.model in PACKAGED or bool(self.adapter))
 
     def complete(self, request: Request) -> Completion:

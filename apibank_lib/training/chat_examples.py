@@ -14,7 +14,8 @@ sends an official release's rendered prompts in), so that a model can be trained
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import hashlib
+from typing import Any, Callable, Iterable
 
 from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT
 from apibank_lib.chat import build_chat
@@ -23,7 +24,10 @@ from apibank_lib.prompts import build_prompt
 from apibank_lib.training.export import TrainingExample, answer_text
 from apibank_lib.types import ApiCallSample, ApiRecord, Sample
 
-__all__ = ["TEMPLATE_MODES", "answer_message", "template_example", "template_examples", "template_of"]
+__all__ = [
+    "TEMPLATE_MODES", "answer_message", "mode_of", "mode_renderer", "parse_modes", "template_example", "template_examples",
+    "template_of",
+]
 
 TEMPLATE_MODES = (CHAT_PROMPT, PAPER_PROMPT)
 """The renderings that go through a model's chat template (``completion`` examples are plain text)."""
@@ -103,3 +107,54 @@ def template_examples(
 ) -> list[TrainingExample]:
     """:func:`template_example` for each sample, in order."""
     return [template_example(s, catalog, template, mode) for s in samples]
+
+
+def parse_modes(text: str) -> dict[str, float]:
+    """``"chat=0.7,paper=0.3"`` -> ``{"chat": 0.7, "paper": 0.3}``; a bare ``chat`` is ``{"chat": 1.0}``.
+
+    Raises:
+        ConfigError: an unknown mode, a share that is not a number, or shares that do not add up to a positive total.
+    """
+    from apibank_lib.errors import ConfigError
+
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        mode, eq, value = (x.strip() for x in part.partition("="))
+        if mode not in TEMPLATE_MODES:
+            raise ConfigError(f"--prompt-modes: unknown mode {mode!r}; choose from {', '.join(TEMPLATE_MODES)}")
+        try:
+            out[mode] = float(value) if eq else 1.0
+        except ValueError:
+            raise ConfigError(f"--prompt-modes: {part!r} is not MODE=SHARE (e.g. chat=0.7,paper=0.3)") from None
+        if out[mode] < 0:
+            raise ConfigError(f"--prompt-modes: the share of {mode} is negative")
+    if sum(out.values()) <= 0:
+        raise ConfigError(f"--prompt-modes: {text!r} names no mode with a positive share")
+    return out
+
+
+def mode_of(key: str, shares: dict[str, float], seed: int = 0) -> str:
+    """The rendering a sample is trained in: a seeded draw by ``shares`` from a hash of its key.
+
+    A hash, not a running random stream, so a sample's mode does not depend on which other samples are drawn or in
+    what order (the same corpus file gives the same examples whatever else changes).
+    """
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    total = sum(shares.values())
+    acc = 0.0
+    for mode in sorted(shares):
+        acc += shares[mode] / total
+        if u < acc:
+            return mode
+    return max(sorted(shares), key=lambda m: shares[m])
+
+
+def mode_renderer(template: ChatTemplate, shares: dict[str, float], seed: int = 0) -> Callable[[list[Sample], Any], list[TrainingExample]]:
+    """A renderer for :func:`~apibank_lib.training.export.examples_from_corpus`: each sample through ``template`` in
+    the mode :func:`mode_of` draws for it."""
+
+    def render(samples: list[Sample], catalog: Any) -> list[TrainingExample]:
+        return [template_example(s, catalog, template, mode_of(s.key, shares, seed)) for s in samples]
+
+    return render

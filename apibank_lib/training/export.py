@@ -17,7 +17,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from apibank_lib.datasets import cut_level3_samples, cut_samples
 from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDialogue, to_dialogue, to_level3_item
@@ -25,6 +25,10 @@ from apibank_lib.prompts import LEADS, build_prompt, target_text
 from apibank_lib.types import ApiCallSample, Sample, ToolSchema
 
 __all__ = ["SchemaCatalog", "TrainingExample", "answer_text", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "examples_from_toolalpaca"]
+
+
+Renderer = Callable[[list[Sample], Any], list["TrainingExample"]]
+"""Samples and the catalogue their prompts describe -> training examples (one rendering of them)."""
 
 
 class SchemaCatalog:
@@ -123,6 +127,7 @@ def examples_from_corpus(
     tasks: Sequence[str] = ("api", "response"),
     levels: Sequence[int] = (1, 2, 3),
     shots: int = 0,
+    render: Renderer | None = None,
 ) -> list[TrainingExample]:
     """Every training example of a tester report's accepted dialogues, in corpus order.
 
@@ -131,9 +136,13 @@ def examples_from_corpus(
         tasks: which sample kinds to keep.
         levels: which evaluation layouts to keep.
         shots: worked examples in the prompt (0, as evaluated by default).
+        render: how samples become examples (default: the completion rendering, :func:`examples_from_samples`;
+            :func:`~apibank_lib.training.chat_examples.mode_renderer` renders through a chat template).
     """
     schemas = report.schemas
     samples = [s for s in samples_of(report.accepted, schemas) if s.kind in tasks and s.level in levels]
+    if render is not None:
+        return render(samples, SchemaCatalog(schemas))
     return examples_from_samples(samples, SchemaCatalog(schemas), shots=shots)
 
 
@@ -224,7 +233,9 @@ def parse_shares(text: str) -> dict[str, float]:
     return out
 
 
-def examples_from_toolalpaca(result: Any, *, tasks: Sequence[str] = ("api", "response"), shots: int = 0) -> list[TrainingExample]:
+def examples_from_toolalpaca(
+    result: Any, *, tasks: Sequence[str] = ("api", "response"), shots: int = 0, render: Renderer | None = None
+) -> list[TrainingExample]:
     """Training examples of a converted ToolAlpaca training file, cut and rendered like level-1 samples.
 
     Each converted instance is a level-1 dialogue; its prompt describes the
@@ -233,11 +244,12 @@ def examples_from_toolalpaca(result: Any, *, tasks: Sequence[str] = ("api", "res
 
     Args:
         result: a training :class:`~apibank_lib.formats.toolalpaca.ConversionResult`.
+        render: as for :func:`examples_from_corpus`.
     """
     groups = {g.name: {f.name: f for f in g.functions} for g in result.apis}
     out: list[TrainingExample] = []
     for d in result.dialogues:
         catalog = SchemaCatalog(groups.get(result.origins.get(d.id, ""), {}))
         samples = [s for s in cut_samples(d) if not s.duplicate and s.kind in tasks and all(n in catalog for n in s.api_names)]
-        out.extend(examples_from_samples(samples, catalog, shots=shots))
+        out.extend(render(samples, catalog) if render is not None else examples_from_samples(samples, catalog, shots=shots))
     return out

@@ -16,13 +16,24 @@ from pathlib import Path
 
 from apibank_lib.errors import ConfigError
 
-__all__ = ["adapter_to_gguf", "gguf_adapter_path"]
+__all__ = ["adapter_to_gguf", "gguf_adapter_path", "gguf_architecture"]
 
 _PREFIX = "base_model.model."
 
 
-def gguf_adapter_path(adapter_dir: str | Path) -> Path:
-    """Where the GGUF form of an adapter is cached (keyed by the adapter's bytes)."""
+def gguf_architecture(model_file: str | Path) -> str:
+    """The ``general.architecture`` of a GGUF model file (``gemma3``, ``qwen2``, ...): an adapter's tensor names follow it."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(model_file))
+    field = reader.fields.get("general.architecture")
+    if field is None:
+        raise ConfigError(f"{model_file}: a GGUF file without general.architecture")
+    return bytes(field.parts[field.data[0]]).decode()
+
+
+def gguf_adapter_path(adapter_dir: str | Path, arch: str = "gemma3") -> Path:
+    """Where the GGUF form of an adapter is cached (keyed by the adapter's bytes and the architecture)."""
     from apibank_lib.search import cache_dir
 
     adapter_dir = Path(adapter_dir)
@@ -31,6 +42,8 @@ def gguf_adapter_path(adapter_dir: str | Path) -> Path:
         raise ConfigError(f"not a LoRA adapter folder (no adapter_model.safetensors): {adapter_dir}")
     h = hashlib.sha256(weights.read_bytes())
     h.update((adapter_dir / "adapter_config.json").read_bytes())
+    if arch != "gemma3":  # the first adapters were all Gemma's: their cache names stay
+        h.update(arch.encode())
     return cache_dir() / "gguf-adapters" / f"{h.hexdigest()[:16]}.gguf"
 
 
@@ -41,7 +54,7 @@ def adapter_to_gguf(adapter_dir: str | Path, out: str | Path | None = None, *, a
     from safetensors.numpy import load_file
 
     adapter_dir = Path(adapter_dir)
-    target = Path(out) if out is not None else gguf_adapter_path(adapter_dir)
+    target = Path(out) if out is not None else gguf_adapter_path(adapter_dir, arch)
     if target.is_file():
         return target
     cfg = json.loads((adapter_dir / "adapter_config.json").read_text())

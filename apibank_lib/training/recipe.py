@@ -35,7 +35,7 @@ from typing import Any, Sequence
 from apibank_lib.errors import ConfigError
 from apibank_lib.training.export import TrainingExample, fingerprint
 
-__all__ = ["TrainConfig", "TrainResult", "train", "tokenize_example"]
+__all__ = ["TrainConfig", "TrainResult", "publish", "tokenize_example", "train", "training_order", "write_record"]
 
 
 @dataclass
@@ -58,6 +58,15 @@ class TrainConfig:
         init_adapter: a LoRA adapter folder to continue training from (a second
             stage on new examples) instead of a fresh adapter; recorded, so that
             :func:`~apibank_lib.training.workflow.retrain` can repeat the stages.
+        engine: ``trl`` (TRL's ``SFTTrainer`` on transformers' ``Trainer`` and Accelerate: several devices,
+            DDP, FSDP, DeepSpeed through ``accelerate launch``) or ``loop`` (the first, single-device loop, kept as
+            the reference the engine is measured against in ``benchmarks/training_speed.py``).
+        lm_head: ``targets`` (the LM head only where a target token is predicted, the default of both engines) or
+            ``all`` (every position, as a plain causal-LM loss does; ``trl`` only, so that
+            ``benchmarks/training_speed.py`` can measure what the default saves).
+        activation_checkpointing: recompute activations in the backward pass instead of keeping them (``trl``
+            only): less memory for long sequences or 7B-class models, about half the speed (TRL's own default is on;
+            ours is off, measured on this machine).
         data: where the examples came from (recorded in ``training.json`` so the
             run can be repeated: see :mod:`apibank_lib.training.workflow`).
         command: the command line that started the run (recorded).
@@ -80,6 +89,9 @@ class TrainConfig:
     threads: int | None = None
     max_steps: int | None = None
     init_adapter: str | None = None
+    engine: str = "trl"
+    lm_head: str = "targets"
+    activation_checkpointing: bool = False
     data: dict[str, Any] = field(default_factory=dict)
     command: str = field(default_factory=lambda: " ".join(sys.argv))
 
@@ -179,7 +191,15 @@ def _save(lm: Any, tok: Any, folder: Path, method: str) -> None:
     lm.save_pretrained(tmp)
     if method == "full":
         tok.save_pretrained(tmp)
-    else:
+    publish(tmp, folder, method)
+
+
+def publish(tmp: Path, folder: Path, method: str) -> None:
+    """Move a freshly saved model or adapter from ``tmp`` to ``folder``; an adapter is shipped in float16.
+
+    ``folder`` is replaced only once ``tmp`` is complete, so a kill mid-save keeps the previous one.
+    """
+    if method == "lora":
         # PEFT writes a generic model-card template; models/README.md describes our adapters instead.
         (tmp / "README.md").unlink(missing_ok=True)
         # Ship the adapter in float16: half the bytes, and loaders cast it back to the model's dtype.
@@ -192,12 +212,56 @@ def _save(lm: Any, tok: Any, folder: Path, method: str) -> None:
     tmp.rename(folder)
 
 
+def training_order(config: TrainConfig, n: int) -> list[int]:
+    """The indices of ``n`` examples in the order they are trained on: a seeded shuffle, repeated for
+    ``config.epochs`` > 1 and cut for fractional epochs (both engines use it, so they see the same examples)."""
+    order = list(range(n))
+    random.Random(config.seed).shuffle(order)
+    n_examples = max(1, int(round(len(order) * config.epochs)))
+    return (order * math.ceil(config.epochs))[:n_examples] if config.epochs > 1 else order[:n_examples]
+
+
+def write_record(out: Path, config: TrainConfig, data_fp: str, n_examples: int, result: TrainResult,
+                 losses: Sequence[tuple[int, float]], extra: dict[str, Any]) -> None:
+    """``loss.csv`` and ``training.json`` of a finished run: settings, data fingerprint, sizes, timings, versions."""
+    import torch
+
+    with (out / "loss.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "loss"])
+        w.writerows(losses)
+    info = {
+        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()},
+        "data_fingerprint": data_fp,
+        "examples": n_examples,
+        "result": result.to_dict(),
+        "torch": torch.__version__,
+        **extra,
+    }
+    info["result"]["out"] = str(out)
+    (out / "training.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+
+
 def train(config: TrainConfig, examples: Sequence[TrainingExample], *, progress: bool = True) -> TrainResult:
-    """Fine-tune on ``examples`` into ``config.out``; resumes from a checkpoint there.
+    """Fine-tune on ``examples`` into ``config.out`` with ``config.engine``; resumes from a checkpoint there.
 
     Raises:
-        ConfigError: a bad method, or an output folder trained on other data.
+        ConfigError: a bad method or engine, or an output folder trained on other data.
     """
+    if config.engine == "trl":
+        try:
+            from apibank_lib.training.sft import train_sft
+        except ImportError as exc:  # pragma: no cover - the extra is part of `all`
+            raise ConfigError(f"the TRL engine needs the 'train' extra: pip install 'apibank_lib[train]' (or --engine loop): {exc}") from exc
+
+        return train_sft(config, examples, progress=progress)
+    if config.engine != "loop":
+        raise ConfigError(f"engine must be 'trl' or 'loop', not {config.engine!r}")
+    return _train_loop(config, examples, progress=progress)
+
+
+def _train_loop(config: TrainConfig, examples: Sequence[TrainingExample], *, progress: bool) -> TrainResult:
+    """The single-device loop: one example per forward pass, logits at the target positions only."""
     import torch
 
     out = Path(config.out)
@@ -210,11 +274,8 @@ def train(config: TrainConfig, examples: Sequence[TrainingExample], *, progress:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     lm.to(device)
 
-    order = list(range(len(examples)))
-    random.Random(config.seed).shuffle(order)
-    n_examples = max(1, int(round(len(order) * config.epochs)))
-    order = (order * math.ceil(config.epochs))[:n_examples] if config.epochs > 1 else order[:n_examples]
-    total_steps = math.ceil(n_examples / config.accumulate)
+    order = training_order(config, len(examples))
+    total_steps = math.ceil(len(order) / config.accumulate)
     # max_steps stops early without changing the schedule, so a stopped run resumes onto the same curve.
     stop_at = total_steps if config.max_steps is None else min(total_steps, config.max_steps)
 
@@ -285,25 +346,11 @@ def train(config: TrainConfig, examples: Sequence[TrainingExample], *, progress:
     bar.close()
     seconds = elapsed + time.perf_counter() - run_start
     _save(lm, tok, out / "adapter" if config.method == "lora" else out / "model", config.method)
-    with (out / "loss.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["step", "loss"])
-        w.writerows(losses)
     result = TrainResult(
         out, step, position - skipped, skipped, losses[-1][1] if losses else None, round(seconds, 1), tokens, target_tokens,
         round(_peak_rss_mb(), 1),
     )
-    info = {
-        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()},
-        "data_fingerprint": data_fp,
-        "examples": len(examples),
-        "result": result.to_dict(),
-        "load_s": round(run_start - start, 1),
-        "device": device,
-        "torch": torch.__version__,
-    }
-    info["result"]["out"] = str(out)
-    (out / "training.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    write_record(out, config, data_fp, len(examples), result, losses, {"load_s": round(run_start - start, 1), "device": device})
     return result
 
 

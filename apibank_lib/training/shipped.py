@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder", "adapter_digest"]
+__all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder", "adapter_digest", "adapter_prompt_mode"]
 
 
 def models_dir() -> Path:
@@ -23,9 +23,11 @@ SHIPPED: dict[str, tuple[str, str]] = {
     "lynx-270m": ("gemma-3-270m", "lynx-270m/adapter"),
     "ours-equal-270m": ("gemma-3-270m", "ours-equal/adapter"),
     "toolalpaca-equal-270m": ("gemma-3-270m", "toolalpaca-equal/adapter"),
+    "lynx-0.5b": ("qwen2.5-coder-0.5b", "lynx-0.5b/adapter"),
 }
 """Short name -> (base model, adapter folder relative to :func:`models_dir`): the small Lynx (trained
-on a draw from our corpus), and the two adapters of notebook 05 trained on equal-sized draws of our corpus and of our
+on a draw from our corpus; ``lynx-0.5b`` on the embedded Qwen2.5-Coder-0.5B-Instruct in chat form), and the two
+adapters of notebook 05 trained on equal-sized draws of our corpus and of our
 ToolAlpaca-format set."""
 
 
@@ -55,3 +57,28 @@ def adapter_digest(adapter: str) -> str:
         path = folder / name
         h.update(path.read_bytes() if path.is_file() else b"")
     return h.hexdigest()[:16]
+
+
+def adapter_prompt_mode(adapter: str) -> str | None:
+    """The prompt mode an adapter was trained in, read from the ``training.json`` beside its folder.
+
+    ``chat`` when its examples were rendered in chat form (``paper`` when only in the paper's layout),
+    ``completion`` when they were plain text; None when no ``training.json`` says (an adapter from elsewhere).
+    A model is evaluated by default in the rendering it was trained on.
+    """
+    import json
+
+    info = adapter_folder(adapter).parent / "training.json"
+    if not info.is_file():
+        return None
+    try:
+        data = json.loads(info.read_text()).get("config", {}).get("data", {})
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    modes = str(data.get("modes") or "")
+    if not modes:
+        return "completion"
+    from apibank_lib.training.chat_examples import parse_modes
+
+    shares = parse_modes(modes)
+    return "chat" if shares.get("chat", 0) > 0 else "paper"

@@ -36,25 +36,38 @@ def _project_path(path: str | Path) -> Path:
     return root / p if (root / p).exists() else p
 
 
-def build_examples(data: dict[str, Any]) -> tuple[list[TrainingExample], str]:
+def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[TrainingExample], str]:
     """The training examples a data source describes, and a one-line note of what was read.
 
     Args:
         data: ``format`` (``corpus`` or ``toolalpaca``), ``paths``, ``examples``
             (how many to draw; None for all), ``mix`` (group shares, as
-            :func:`~apibank_lib.training.export.parse_shares` reads them), ``seed``.
+            :func:`~apibank_lib.training.export.parse_shares` reads them), ``seed``, and ``modes``: the renderings
+            through the model's chat template and their shares (``chat=0.7,paper=0.3``, as
+            :func:`~apibank_lib.training.chat_examples.parse_modes` reads them; absent: completion examples).
+        template: the model's :class:`~apibank_lib.chat_template.ChatTemplate`, needed when ``modes`` is set.
+
+    Raises:
+        ConfigError: an unknown format, no example, or ``modes`` without a template.
     """
     paths = [str(_project_path(p)) for p in data["paths"]]
+    render = None
+    if data.get("modes"):
+        from apibank_lib.training.chat_examples import mode_renderer, parse_modes
+
+        if template is None:
+            raise ConfigError("training in chat form (modes) needs the model's chat template")
+        render = mode_renderer(template, parse_modes(data["modes"]), data.get("seed", 0))
     if data.get("format", "corpus") == "toolalpaca":
         from apibank_lib.formats.toolalpaca import convert, read_toolalpaca
 
-        pool = [e for path in paths for e in examples_from_toolalpaca(convert(read_toolalpaca(path)))]
+        pool = [e for path in paths for e in examples_from_toolalpaca(convert(read_toolalpaca(path)), render=render)]
         note = f"{len(pool)} examples converted from ToolAlpaca format"
     elif data.get("format", "corpus") == "corpus":
         from apibank_lib.synthesis.tester import check_corpus
 
         report = check_corpus(paths)
-        pool = examples_from_corpus(report)
+        pool = examples_from_corpus(report, render=render)
         note = f"{len(report.accepted)} dialogues accepted ({len(report.rejected)} rejected); {len(pool)} examples"
     else:
         raise ConfigError(f"unknown training data format {data.get('format')!r}; use corpus or toolalpaca")
@@ -65,8 +78,18 @@ def build_examples(data: dict[str, Any]) -> tuple[list[TrainingExample], str]:
 
 
 def train_model(config: TrainConfig, *, progress: bool = True, note: Any = None) -> TrainResult:
-    """Build the examples ``config.data`` describes and fine-tune on them (resuming a checkpoint in ``config.out``)."""
-    examples, text = build_examples(config.data)
+    """Build the examples ``config.data`` describes and fine-tune on them (resuming a checkpoint in ``config.out``).
+
+    Examples in chat form (``config.data["modes"]``) are rendered with the chat template of ``config.model``'s
+    tokenizer: the template its GGUF file carries, the one the llama.cpp backend evaluates it with.
+    """
+    template = None
+    if config.data.get("modes"):
+        from apibank_lib.backends.transformers_backend import load_tokenizer
+        from apibank_lib.training.chat_examples import template_of
+
+        template = template_of(load_tokenizer(config.model))
+    examples, text = build_examples(config.data, template)
     if note is not None:
         note(text)
     return train(config, examples, progress=progress)
@@ -85,6 +108,7 @@ def retrain(folder: str | Path, *, progress: bool = True) -> TrainResult:
     known = {f.name for f in fields(TrainConfig)}
     settings = {k: (tuple(v) if k == "target_modules" else v) for k, v in recorded.items() if k in known}
     settings["out"] = str(folder)
+    settings.setdefault("engine", "loop")  # folders from before the TRL engine were trained by the loop
     if not settings.get("data"):
         raise ConfigError(f"{info} does not record its data source; train it again with apibank train")
     shutil.rmtree(folder)
