@@ -156,8 +156,12 @@ def train_sft(config: TrainConfig, examples: Sequence[TrainingExample], *, progr
     if state.is_main_process:
         if config.method == "full":
             tok.save_pretrained(tmp)
-        for extra in ("training_args.bin",):
-            (tmp / extra).unlink(missing_ok=True)
+            (tmp / "training_args.bin").unlink(missing_ok=True)
+        else:
+            # The Trainer saves the tokenizer beside the adapter; the base model has it, so ship the adapter alone.
+            for extra in tmp.iterdir():
+                if extra.name not in ("adapter_config.json", "adapter_model.safetensors"):
+                    extra.unlink()
         publish(tmp, folder, config.method)
         import accelerate
         import transformers
