@@ -30,13 +30,11 @@ MODELS = [
     "oracle", "no-call", "heuristic",  # reference backends
     "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
     "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
-    "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA adapter on the 0.5B, trained in chat form
 ]  # any openai:<model>@<url> or hf:<path> too
 LEVELS = [1, 2, 3]
 LIMIT = 10  # samples (and level-3 episodes) per level; None for all
 MODEL_LIMITS = {  # smaller limits for slow models
     "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
-    "llamacpp:lynx-0.5b": 2,
 }
 LEVEL3 = "both"  # teacher-forced steps and agent episodes
 MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
