@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from apibank_lib.errors import ConfigError
 from apibank_lib.training.export import TrainingExample, fingerprint
-from apibank_lib.training.recipe import (
+from apibank_lib.training.base import (
     TrainConfig,
     TrainResult,
     _peak_rss_mb,

@@ -75,10 +75,12 @@ def adapter_prompt_mode(adapter: str) -> str | None:
         data = json.loads(info.read_text()).get("config", {}).get("data", {})
     except (json.JSONDecodeError, AttributeError):
         return None
+    from apibank_lib.backends.base import CHAT_PROMPT, COMPLETION_PROMPT, PAPER_PROMPT
+
     modes = str(data.get("modes") or "")
     if not modes:
-        return "completion"
+        return COMPLETION_PROMPT
     from apibank_lib.training.chat_examples import parse_modes
 
     shares = parse_modes(modes)
-    return "chat" if shares.get("chat", 0) > 0 else "paper"
+    return CHAT_PROMPT if shares.get(CHAT_PROMPT, 0) > 0 else PAPER_PROMPT
