@@ -37,19 +37,17 @@ def _converted_dir(gguf: Path) -> Path:
 
 def load_causal_lm(model: str) -> tuple[Any, Any, str]:
     """Load (model, tokenizer, source description); GGUF files are converted once and cached."""
-    try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as exc:  # pragma: no cover
-        raise ConfigError("the hf backend needs the 'hf' extra: pip install 'apibank_lib[hf]'") from exc
+    tok = load_tokenizer(model)
+    import torch
+    from transformers import AutoModelForCausalLM
+
     from apibank_lib.backends.llamacpp import model_path
 
     path = model_path(model)
     if path.is_file() and path.suffix == ".gguf":
         converted = _converted_dir(path)
         if (converted / "config.json").is_file():
-            return AutoModelForCausalLM.from_pretrained(converted, torch_dtype=torch.float32), AutoTokenizer.from_pretrained(converted), str(path)
-        tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            return AutoModelForCausalLM.from_pretrained(converted, torch_dtype=torch.float32), tok, str(path)
         lm = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, torch_dtype=torch.float32)
         # The weights are already dequantised to float32; forget the GGUF origin so they can be saved.
         lm.hf_quantizer = None
@@ -63,13 +61,15 @@ def load_causal_lm(model: str) -> tuple[Any, Any, str]:
         except OSError:
             pass  # no writable cache: convert again next time
         return lm, tok, str(path)
-    if path.is_dir():
-        return AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32), AutoTokenizer.from_pretrained(path), str(path)
-    raise ConfigError(f"not a model directory or GGUF file: {model}")
+    return AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32), tok, str(path)
 
 
 def load_tokenizer(model: str) -> Any:
-    """A model's tokenizer alone (the converted copy's when there is one, else read from the GGUF file)."""
+    """A model's tokenizer alone (the converted copy's when there is one, else read from the GGUF file).
+
+    Raises:
+        ConfigError: transformers is missing, or ``model`` is neither a model directory nor a GGUF file.
+    """
     try:
         from transformers import AutoTokenizer
     except ImportError as exc:  # pragma: no cover

@@ -26,6 +26,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from trl import SFTTrainer
+
 from apibank_lib.errors import ConfigError
 from apibank_lib.training.export import TrainingExample, fingerprint
 from apibank_lib.training.base import (
@@ -130,7 +134,8 @@ def train_sft(config: TrainConfig, examples: Sequence[TrainingExample], *, progr
         model=lm, args=args, train_dataset=dataset, processing_class=tok,
         compute_loss_func=_all_positions_loss if config.lm_head == "all" else None,
     )
-    for quiet in _printing_callback_types():
+    # The Trainer's own bar and its print of every log dict (one line a step): _Bar shows the loss instead.
+    for quiet in (ProgressCallback, PrinterCallback):
         trainer.remove_callback(quiet)
     trainer.add_callback(_StopAt(config.max_steps))
     if progress and state.is_main_process:
@@ -198,20 +203,7 @@ def _elapsed(checkpoint: str | None) -> float:
     return float(json.loads(path.read_text()).get(Path(checkpoint).name, 0.0))
 
 
-def _printing_callback_types() -> tuple[Any, ...]:
-    """The Trainer's own bar and its print of every log dict (one line a step): our bar shows the loss instead."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    return ProgressCallback, PrinterCallback
-
-
-def _trainer_base() -> Any:
-    from trl import SFTTrainer
-
-    return SFTTrainer
-
-
-class _OrderedTrainer(_trainer_base()):  # type: ignore[misc]
+class _OrderedTrainer(SFTTrainer):  # type: ignore[misc]
     """``SFTTrainer`` that keeps the dataset's order: it is the seeded training order already (the same as the
     loop's), and a resumed run skips exactly the batches it has seen. Accelerate still shards it across processes."""
 
@@ -221,13 +213,7 @@ class _OrderedTrainer(_trainer_base()):  # type: ignore[misc]
         return SequentialSampler(train_dataset if train_dataset is not None else self.train_dataset)
 
 
-def _callback_base() -> Any:
-    from transformers import TrainerCallback
-
-    return TrainerCallback
-
-
-class _StopAt(_callback_base()):  # type: ignore[misc]
+class _StopAt(TrainerCallback):  # type: ignore[misc]
     """Stop after ``max_steps`` optimiser steps without shortening the learning-rate schedule."""
 
     def __init__(self, max_steps: int | None) -> None:
@@ -240,7 +226,7 @@ class _StopAt(_callback_base()):  # type: ignore[misc]
         return control
 
 
-class _Clock(_callback_base()):  # type: ignore[misc]
+class _Clock(TrainerCallback):  # type: ignore[misc]
     """Training seconds, counted across resumes: each checkpoint records the total so far beside it."""
 
     def __init__(self, out: Path, before: float) -> None:
@@ -259,7 +245,7 @@ class _Clock(_callback_base()):  # type: ignore[misc]
         self.path.write_text(json.dumps(known, sort_keys=True) + "\n")
 
 
-class _Bar(_callback_base()):  # type: ignore[misc]
+class _Bar(TrainerCallback):  # type: ignore[misc]
     """A progress bar over optimiser steps with the mean loss of the last ten steps and the learning rate."""
 
     def __init__(self) -> None:
