@@ -532,7 +532,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         data["modes"] = args.prompt_modes  # absent otherwise, so older training.json files read the same
     config = TrainConfig(
         out=args.out, model=args.model, method=args.method, rank=args.rank, alpha=args.alpha, lr=args.lr, epochs=args.epochs,
-        accumulate=args.accumulate, max_len=args.max_len, seed=args.seed, threads=args.threads, max_steps=args.max_steps,
+        accumulate=args.accumulate, warmup=args.warmup, max_len=args.max_len, seed=args.seed, threads=args.threads, max_steps=args.max_steps,
         init_adapter=args.init_adapter, engine=args.engine, save_every=args.save_every, data=data,
         command="apibank " + shlex.join(sys.argv[1:]),
     )
@@ -764,6 +764,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--accumulate", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=10, help="warm-up optimiser steps (learning rate rising linearly)")
     p.add_argument("--max-len", type=int, default=1024)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)

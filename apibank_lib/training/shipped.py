@@ -24,11 +24,13 @@ SHIPPED: dict[str, tuple[str, str]] = {
     "ours-equal-270m": ("gemma-3-270m", "ours-equal/adapter"),
     "toolalpaca-equal-270m": ("gemma-3-270m", "toolalpaca-equal/adapter"),
     "lynx-0.5b": ("qwen2.5-coder-0.5b", "lynx-0.5b/adapter"),
+    "ours-equal-0.5b": ("qwen2.5-coder-0.5b", "ours-equal-0.5b/adapter"),
+    "toolalpaca-equal-0.5b": ("qwen2.5-coder-0.5b", "toolalpaca-equal-0.5b/adapter"),
 }
 """Short name -> (base model, adapter folder relative to :func:`models_dir`): the small Lynx (trained
 on a draw from our corpus; ``lynx-0.5b`` on the embedded Qwen2.5-Coder-0.5B-Instruct in chat form), and the two
 adapters of notebook 05 trained on equal-sized draws of our corpus and of our
-ToolAlpaca-format set."""
+ToolAlpaca-format set (``*-0.5b`` on the same instruct base as ``lynx-0.5b``; ``*-270m`` on Gemma)."""
 
 
 def resolve_model(target: str) -> dict[str, Any]:
