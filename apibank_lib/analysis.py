@@ -24,7 +24,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ __all__ = [
     "paired_tables",
     "select",
     "by_model",
+    "on_common_samples",
     "error_distribution",
     "failure_examples",
     "funnel",
@@ -224,6 +225,18 @@ def by_model(runs: Sequence[ScoredRun], model: str) -> ScoredRun:
     if len(found) != 1:
         raise ConfigError(f"{len(found)} runs of {model!r} among {[r.label for r in runs]}")
     return found[0]
+
+
+def on_common_samples(runs: Sequence[ScoredRun], *, level: int | None = None, kind: str | None = None) -> list[ScoredRun]:
+    """The runs with only the judgments every one of them has (of one level and kind, when given), in each run's
+    order, so that tables over them (errors, funnels, breakdowns) compare the same samples. The folders are not
+    touched."""
+    def wanted(j: JudgmentRecord) -> bool:
+        return (level is None or j.level == level) and (kind is None or j.kind == kind)
+
+    keys = [{j.key for j in r.judgments if wanted(j)} for r in runs]
+    shared = set.intersection(*keys) if keys else set()
+    return [replace(r, judgments=[j for j in r.judgments if j.key in shared]) for r in runs]
 
 
 def _pandas() -> Any:
@@ -832,7 +845,9 @@ def toolalpaca_table(
                 "source": f"measured here ({r.model}, {r.protocol}, {r.data})",
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # Whole numbers stay whole beside the blanks of the reported rows (a plain column would turn them into floats).
+    return table.astype({"training samples": "Int64", "API-call samples": "Int64"})
 
 
 def adapter_training_samples(model: str) -> int | None:

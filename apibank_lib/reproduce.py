@@ -48,8 +48,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         "MAX_STEPS": 12,
         "N_BOOT": 2000,
         "CALL_LIMIT": 40,
+        "REPLY_LIMIT": 40,
     },
-    "full": {"LIMIT": None, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None},
+    "full": {"LIMIT": None, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None, "REPLY_LIMIT": None},
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare).
 

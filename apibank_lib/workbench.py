@@ -60,6 +60,7 @@ def run_models(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     runs_dir: str | Path | None = None,
     progress: bool = True,
+    tasks: Sequence[str] = ("api", "response"),
 ) -> tuple[list[RunFolder], Any]:
     """Run (or resume) each model over the benchmark and score it; runs already complete cost nothing.
 
@@ -78,6 +79,8 @@ def run_models(
         options: backend options per model spec.
         runs_dir: where the runs go (see :func:`workbench_runs_dir`).
         progress: show progress bars.
+        tasks: ``api`` and/or ``response`` samples; ``limit`` counts the samples of these tasks. Calling again
+            with the other task adds its samples to the same run folders (tasks are not part of a run's identity).
 
     Returns:
         The run folders, and a DataFrame with one row per model: its folder's name, samples answered
@@ -96,6 +99,7 @@ def run_models(
             limit=cap,
             level3=level3,
             max_steps=max_steps,
+            tasks=tuple(tasks),
             backend_options=dict((options or {}).get(model, {})),
             runs_dir=str(workbench_runs_dir(runs_dir)),
         )

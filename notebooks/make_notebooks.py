@@ -30,11 +30,13 @@ MODELS = [
     "oracle", "no-call", "heuristic",  # reference backends
     "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
     "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
+    "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
 ]  # any openai:<model>@<url> or hf:<path> too
 LEVELS = [1, 2, 3]
 LIMIT = 10  # samples (and level-3 episodes) per level; None for all
 MODEL_LIMITS = {  # smaller limits for slow models
     "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
+    "llamacpp:lynx-0.5b": 2,
 }
 LEVEL3 = "both"  # teacher-forced steps and agent episodes
 MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
@@ -120,8 +122,8 @@ Runs each model over the chosen levels into a run folder (resumable: a run that 
 scores it. By default: the three reference backends (oracle, no-call, heuristic); the embedded Gemma 3 270M base
 model and its small Lynx, prompted with the paper's flattened text; and the embedded instruct models
 Qwen2.5-Coder-0.5B and 1.5B, prompted in `chat` mode (the dialogue as chat turns, earlier calls as tool calls and
-tool messages, the APIs as JSON-Schema tools, all rendered by the model's own chat template), each on a sized-down
-subset. Any model behind an OpenAI-compatible endpoint (`openai:<model>@<base_url>`) or a local transformers model
+tool messages, the APIs as JSON-Schema tools, all rendered by the model's own chat template), and the small Lynx v2
+(our LoRA adapter on the 0.5B, trained in chat form), each on a sized-down subset. Any model behind an OpenAI-compatible endpoint (`openai:<model>@<base_url>`) or a local transformers model
 (`hf:<path>`) can be added to `MODELS`.
 """),
         code("from apibank_lib import load_benchmark\nfrom apibank_lib import analysis, workbench"),
@@ -175,8 +177,16 @@ Every wrong API call of every run, by error category: in the paper's seven categ
 "Wrong Values" counts as "Invalid Input Parameters") beside the paper's reported shares, and in our own; examples of
 each; and the step funnel: how far each gold call gets, from retrieving the right API to a good reply.
 """),
-        code("from apibank_lib import load_benchmark\nfrom apibank_lib import analysis, plots, workbench"),
-        code(RUN_PARAMETERS + '\nFUNNEL_MODEL = "heuristic"\nEXAMPLES_MODEL = "heuristic"', parameters=True),
+        code(
+            "import pandas as pd\nfrom apibank_lib import load_benchmark\nfrom apibank_lib import analysis, plots, workbench\n"
+            "from apibank_lib.formats.train_corpus import corpus_schemas"
+        ),
+        code(
+            RUN_PARAMETERS + '\nFUNNEL_MODEL = "heuristic"\nEXAMPLES_MODEL = "heuristic"\n'
+            'GAIN = {"Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b", "small Lynx v2": "llamacpp:lynx-0.5b"}  # base, fine-tuned\n'
+            "CALL_LIMIT = 10  # level-1 API-call samples for base against fine-tuned; None for all",
+            parameters=True,
+        ),
         code("bench = load_benchmark(DATA)"),
         code(RUN_MODELS),
         md("## Error distribution, the paper's layout"),
@@ -190,51 +200,101 @@ each; and the step funnel: how far each gold call gets, from retrieving the righ
         code("plots.funnel_figure(funnel, title=FUNNEL_MODEL);"),
         md("## Examples of each category"),
         code(f'{CHECK}\nexamples = analysis.failure_examples(analysis.by_model(runs, EXAMPLES_MODEL))\nanalysis.save_table(examples, "failure_examples")\nexamples'),
+        md("""
+## Where the gain comes from: base against fine-tuned
+
+The instruct 0.5B zero-shot and the small Lynx v2 (its LoRA on our corpus) on the same level-1 API-call samples
+(`CALL_LIMIT`; `apibank reproduce --full` answers all of them, in the run folders notebook 05 uses): their errors,
+how far their calls get, and their accuracy by how much of each gold API our training corpus has seen. No benchmark
+API name occurs in the corpus, by construction, so the groups differ in how many of the API's parameter names the
+corpus's APIs share.
+"""),
+        code(
+            "gain_folders, _ = workbench.run_models(\n"
+            "    list(GAIN.values()), bench, protocol=PROTOCOL, levels=[1], limit=CALL_LIMIT, tasks=(\"api\",), runs_dir=RUNS_DIR,\n"
+            "    progress=False,\n"
+            ")\n"
+            "gain = analysis.on_common_samples(analysis.load_runs(gain_folders, bench=bench), level=1, kind=\"api\")\n"
+            "gain_errors = analysis.error_distribution(gain, reported_columns=False)\n"
+            'analysis.save_table(gain_errors, "error_distribution_gain")\ngain_errors'
+        ),
+        code(
+            "gain_funnel = pd.concat([analysis.funnel(r, bench).assign(model=name) for r, name in zip(gain, GAIN)], ignore_index=True)\n"
+            'analysis.save_table(gain_funnel, "funnel_gain")\ngain_funnel'
+        ),
+        code(
+            "for r, name in zip(gain, GAIN):\n"
+            "    plots.funnel_figure(analysis.funnel(r, bench), title=name)"
+        ),
+        code(
+            "corpus = corpus_schemas()\n"
+            "seen = pd.concat([analysis.seen_in_training(r, bench, corpus).assign(model=name) for r, name in zip(gain, GAIN)], ignore_index=True)\n"
+            'analysis.save_table(seen, "seen_in_training")\nseen'
+        ),
     ],
     "05_toolalpaca_comparison": [
         md("""
 # 05 · Training data compared: ours against ToolAlpaca's format
 
 The paper fine-tunes the same base model on API-Bank's training data (Lynx) and on ToolAlpaca's data converted to
-API-Bank's format, and compares them on the Call ability. Here the base model is the embedded Gemma 3 270M, and the
-adapters in `models/` were trained with the recipe on this machine: on all of our training corpus (the small Lynx),
-and on equal-sized draws of our corpus and of our ToolAlpaca-format training set. Each adapter folder records the
-exact command, data fingerprint, seed and loss curve. `RETRAIN = True` trains them again first (about 80 + 2 x 12
-minutes on a 2-core CPU).
+API-Bank's format, and compares them on the Call ability. Here every row is the embedded Qwen2.5-Coder-0.5B-Instruct,
+evaluated in chat mode: the base model zero-shot, the small Lynx v2 (LoRA on a 260-example draw of our corpus), and
+two adapters trained with the same settings on equal-sized draws (96 level-1 examples each) of our corpus and of our
+ToolAlpaca-format training set. Each adapter folder in `models/` records the exact command, data fingerprint, seed and
+loss curve; `RETRAIN = True` trains the three again first (about 80 + 21 + 14 minutes on a 2-core CPU). The Gemma 3
+270M adapters of the first comparison (`lynx-270m`, `ours-equal-270m`, `toolalpaca-equal-270m`) are retired from this
+notebook's defaults (at 270M parameters neither training set taught enough to compare them); they stay shipped, and
+adding them to `COMPARED` brings their rows back.
+
+`CALL_LIMIT = None` answers every level-1 API-call sample; replies (for ROUGE-L) are limited apart by `REPLY_LIMIT`.
+`TOOLALPACA_EVAL` takes ToolAlpaca's own evaluation files (`eval_simulated.json`, `eval_real.json`; not part of this
+repository), converts them and judges the same models on them by function and arguments.
 """),
         code(
-            "import pandas as pd\nfrom apibank_lib import load_benchmark\nfrom apibank_lib import analysis, plots, workbench\n"
+            "import pandas as pd\nfrom pathlib import Path\nfrom apibank_lib import load_benchmark\nfrom apibank_lib import analysis, plots, workbench\n"
+            "from apibank_lib import toolalpaca_eval\nfrom apibank_lib.backends.registry import load_backend\n"
+            "from apibank_lib.formats.toolalpaca import convert_evaluation, read_toolalpaca\n"
             "from apibank_lib.training.shipped import models_dir\nfrom apibank_lib.training.workflow import retrain"
         ),
         code(
             'DATA = None  # the bundled benchmark; or the root of an official API-Bank release\nPROTOCOL = "v2"\n'
             'COMPARED = {  # display name -> model spec (shipped adapters by name; llamacpp:<base>+<adapter folder> for others)\n'
-            '    "Gemma 3 270M base": "llamacpp:gemma-3-270m",\n'
-            '    "small Lynx: ours, all": "llamacpp:lynx-270m",\n'
-            '    "ours, equal size": "llamacpp:ours-equal-270m",\n'
-            '    "ToolAlpaca format, equal size": "llamacpp:toolalpaca-equal-270m",\n'
+            '    "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",\n'
+            '    "small Lynx v2: ours, 260": "llamacpp:lynx-0.5b",\n'
+            '    "ours, equal size": "llamacpp:ours-equal-0.5b",\n'
+            '    "ToolAlpaca format, equal size": "llamacpp:toolalpaca-equal-0.5b",\n'
             '}\n'
-            'CALL_LIMIT = 10  # level-1 samples per model (API-call and reply samples; apibank reproduce uses 40); None for all\n'
-            'PAIRS = [["ours, equal size", "ToolAlpaca format, equal size"], ["small Lynx: ours, all", "Gemma 3 270M base"]]\n'
+            'CALL_LIMIT = 10  # level-1 API-call samples per model (apibank reproduce: 40 quick, all in full); None for all\n'
+            'REPLY_LIMIT = 3  # level-1 reply samples per model (for ROUGE-L); None for all\n'
+            'PAIRS = [\n'
+            '    ["ours, equal size", "ToolAlpaca format, equal size"],\n'
+            '    ["small Lynx v2: ours, 260", "Qwen2.5-Coder-0.5B base"],\n'
+            '    ["ours, equal size", "Qwen2.5-Coder-0.5B base"],\n'
+            ']\n'
+            'TOOLALPACA_EVAL = []  # paths of ToolAlpaca evaluation files to judge the same models on\n'
+            'TOOLALPACA_LIMIT = None  # converted samples per file; None for all\n'
             'RETRAIN = False  # train the three adapters again with their recorded commands first\n'
             'N_BOOT = 200\nSEED = 0\nRUNS_DIR = None',
             parameters=True,
         ),
         code(
+            'ADAPTERS = ("lynx-0.5b", "ours-equal-0.5b", "toolalpaca-equal-0.5b")\n'
             'if RETRAIN:\n'
-            '    for folder in ("lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
+            '    for folder in ADAPTERS:\n'
             '        retrain(models_dir() / folder)'
         ),
         code("bench = load_benchmark(DATA)"),
         code(
-            "folders, summary = workbench.run_models(\n"
-            "    list(COMPARED.values()), bench, protocol=PROTOCOL, levels=[1], limit=CALL_LIMIT, runs_dir=RUNS_DIR, progress=False\n"
-            ")\n"
+            "for tasks, limit in (((\"api\",), CALL_LIMIT), ((\"response\",), REPLY_LIMIT)):\n"
+            "    folders, summary = workbench.run_models(\n"
+            "        list(COMPARED.values()), bench, protocol=PROTOCOL, levels=[1], limit=limit, tasks=tasks, runs_dir=RUNS_DIR,\n"
+            "        progress=False,\n"
+            "    )\n"
             "runs = analysis.load_runs(folders, bench=bench)\n"
             "names = {run.model: name for run, name in zip(runs, COMPARED)}\n"
             "by_name = {name: run.model for run, name in zip(runs, COMPARED)}"
         ),
-        md("## The comparison, in the paper's layout\n\nCall accuracy with its 95% interval (dialogue bootstrap) and ROUGE-L of replies, with the training samples behind each adapter (from its `training.json`); the paper's rows are reported for 7B models."),
+        md("## The comparison, in the paper's layout\n\nCall accuracy with its 95% interval (dialogue bootstrap) and ROUGE-L of replies, with the training examples each adapter saw (from its `training.json`), on the samples every model answered; the paper's rows are reported for 7B models."),
         code(
             "samples = {run.model: analysis.adapter_training_samples(run.model) for run in runs}\n"
             "table = analysis.toolalpaca_table(runs, names=names, training_samples=samples, n_boot=N_BOOT, seed=SEED)\n"
@@ -246,10 +306,28 @@ minutes on a 2-core CPU).
             "pairs = analysis.paired_tables(runs, [[by_name[a], by_name[b]] for a, b in PAIRS], n_boot=N_BOOT, seed=SEED)\n"
             'analysis.save_table(pairs, "toolalpaca_paired")\npairs'
         ),
+        md("## On ToolAlpaca's own evaluation instructions\n\nWhen `TOOLALPACA_EVAL` names files: each converted gold step is one sample, shown with the functions of its instruction's API entry and judged by function and arguments (ToolAlpaca's APIs are not executed). Answers go to `runs/toolalpaca-eval/`, so a rerun resumes."),
+        code(
+            "ta_tables, ta_pairs = [], []\n"
+            "for source in map(Path, TOOLALPACA_EVAL):\n"
+            "    converted = convert_evaluation(read_toolalpaca(source))\n"
+            "    judged = {}\n"
+            "    for name, spec in COMPARED.items():\n"
+            "        out = workbench.workbench_runs_dir(RUNS_DIR) / \"toolalpaca-eval\" / f\"{source.stem}-{spec.replace(':', '_')}.jsonl\"\n"
+            "        judged[name] = toolalpaca_eval.evaluate_converted(converted, load_backend(spec), out=out, limit=TOOLALPACA_LIMIT, progress=False)\n"
+            "    ta_tables.append(toolalpaca_eval.accuracy_table(judged, n_boot=N_BOOT, seed=SEED).assign(source=source.name))\n"
+            "    ta_pairs.append(toolalpaca_eval.paired_table(judged, PAIRS, n_boot=N_BOOT, seed=SEED).assign(source=source.name))\n"
+            "if ta_tables:\n"
+            '    analysis.save_table(pd.concat(ta_tables, ignore_index=True), "toolalpaca_eval")\n'
+            '    analysis.save_table(pd.concat(ta_pairs, ignore_index=True), "toolalpaca_eval_paired")\n'
+            "    display(pd.concat(ta_tables, ignore_index=True), pd.concat(ta_pairs, ignore_index=True))\n"
+            "else:\n"
+            '    print("no ToolAlpaca evaluation files given (TOOLALPACA_EVAL)")'
+        ),
         md("## Training curves"),
         code(
             "curves = {}\n"
-            'for folder in ("lynx-270m", "ours-equal", "toolalpaca-equal"):\n'
+            "for folder in ADAPTERS:\n"
             '    path = models_dir() / folder / "loss.csv"\n'
             "    if path.is_file():\n"
             "        curves[folder] = pd.read_csv(path)\n"

@@ -146,3 +146,14 @@ def test_accuracy_by_what_the_training_corpus_has_seen(bench: Benchmark, tmp_pat
     assert table["samples"].sum() == 4  # the duplicate AddAgenda sample (1) is left out
     corpus["SignIn"].input_parameters["token"] = Param("str", "d")
     assert analysis.seen_in_training(run_, bench, corpus).set_index("group").loc["some parameters seen", "samples"] == 2
+
+
+def test_runs_are_cut_to_the_samples_they_all_have(bench: Benchmark, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    run_ = _funnel_run(bench, tmp_path)
+    fewer = replace(run_, judgments=run_.judgments[1:])
+    both = analysis.on_common_samples([run_, fewer], kind="api")
+    keys = [[j.key for j in r.judgments] for r in both]
+    assert keys[0] == keys[1] == [j.key for j in run_.judgments[1:] if j.kind == "api"]
+    assert len(run_.judgments) == len(fewer.judgments) + 1  # the runs given are left as they were

@@ -140,6 +140,16 @@ def test_runs_resume_without_answering_or_scoring_again(bench: Benchmark, runs: 
     assert [f.judgments_path.stat().st_mtime_ns for f in again] == stamps
 
 
+def test_a_second_task_adds_its_samples_to_the_same_run_folders(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib import analysis
+
+    calls, _ = workbench.run_models(["oracle"], bench, levels=[1], limit=5, tasks=("api",), runs_dir=tmp_path, progress=False)
+    replies, summary = workbench.run_models(["oracle"], bench, levels=[1], limit=3, tasks=("response",), runs_dir=tmp_path, progress=False)
+    assert replies[0].path == calls[0].path and list(summary["answered now"]) == [3]
+    judged = analysis.load_runs(replies, bench=bench)[0].judgments
+    assert sorted(j.kind for j in judged) == ["api"] * 5 + ["response"] * 3
+
+
 def test_the_explorer_displays_as_a_widget(explorer: Explorer) -> None:
     bundle = explorer._repr_mimebundle_()
     assert bundle is not None and bundle[WIDGET_VIEW]["model_id"] == explorer.widget.model_id

@@ -346,3 +346,65 @@ def test_our_training_set_converts_whole() -> None:
         assert 2 <= len(group.functions) <= 4, group.name
         for schema in group.functions:
             assert schema.description and all(p.description for p in schema.input_parameters.values()), schema.name
+
+
+# --- evaluating a model on converted evaluation samples ------------------------------------------
+
+
+def _hermes(name: str, args: dict[str, Any]) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+
+def _gold_answers(request: Any) -> str:
+    """Right on the lighthouse entry, a wrong argument on the tram entry; asserts what the prompt shows."""
+    tools = [t["function"]["name"] for t in request.chat.tools]
+    if "nextTram" in tools:
+        assert "listLighthouses" not in tools  # each sample shows its own entry's functions only
+        return _hermes("nextTram", {"stop": "Central Square", "line": 5})
+    gold = request.item.gold
+    return _hermes(gold.api_name, dict(gold.args))
+
+
+def test_a_model_is_judged_on_converted_samples_and_resumes(tmp_path: Path) -> None:
+    from apibank_lib.backends.scripted import ScriptedBackend
+    from apibank_lib.toolalpaca_eval import accuracy_table, evaluate_converted, load_judgments, paired_table
+
+    result = convert_evaluation(read_toolalpaca(EVAL))
+    out = tmp_path / "answers.jsonl"
+    backend = ScriptedBackend(_gold_answers)
+    first = evaluate_converted(result, backend, prompt_mode="chat", out=out, limit=2, progress=False)
+    assert [j.correct for j in first] == [True, True] and backend.calls == 2
+    judged = evaluate_converted(result, backend, prompt_mode="chat", out=out, progress=False)
+    assert backend.calls == 3  # the first two came from the file
+    assert [j.correct for j in judged] == [True, True, False]
+    assert judged[2].predicted == "[nextTram(stop='Central Square', line=5)]" and judged[2].api == "TramStops"
+    header, stored = load_judgments(out)
+    assert header["prompt_mode"] == "chat" and header["source"] == EVAL.name and stored == judged
+
+    table = accuracy_table({"scripted": judged}, n_boot=50)
+    assert table.loc[0, ["samples", "instructions", "correct"]].tolist() == [3, 2, 2]
+    assert table.loc[0, "Call acc (%)"] == round(200 / 3, 2)
+    wrong = evaluate_converted(result, ScriptedBackend("I cannot help."), prompt_mode="chat", progress=False)
+    assert all(not j.correct and j.error == "no API call found" for j in wrong)
+    pairs = paired_table({"a": judged, "b": wrong}, [["a", "b"]], n_boot=50)
+    assert pairs.loc[0, "A - B (points)"] == round(200 / 3, 2) and pairs.loc[0, "instructions"] == 2
+
+
+def test_another_models_answers_file_is_refused_and_failures_are_asked_again(tmp_path: Path) -> None:
+    from apibank_lib.backends.scripted import ScriptedBackend
+    from apibank_lib.toolalpaca_eval import evaluate_converted
+
+    result = convert_evaluation(read_toolalpaca(EVAL))
+    out = tmp_path / "answers.jsonl"
+    flaky = ScriptedBackend(_gold_answers, fail_on=lambda r: r.item.dialogue_id == "TramStops-0")
+    judged = evaluate_converted(result, flaky, prompt_mode="chat", out=out, progress=False)
+    assert [j.failed for j in judged] == [False, False, True] and "scripted failure" in (judged[2].error or "")
+    with out.open("a", encoding="utf-8") as f:
+        f.write('{"key": "L1/api/cut')  # an interrupted write
+    healthy = ScriptedBackend(_gold_answers)
+    again = evaluate_converted(result, healthy, prompt_mode="chat", out=out, progress=False)
+    assert healthy.calls == 1 and not again[2].failed
+    with pytest.raises(ConfigError, match="prompt_mode"):
+        evaluate_converted(result, healthy, prompt_mode="paper", out=out, progress=False)
+    with pytest.raises(ConfigError, match="training file"):
+        evaluate_converted(convert_training(read_toolalpaca(TRAIN)), healthy, progress=False)

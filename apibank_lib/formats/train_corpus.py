@@ -34,6 +34,7 @@ from apibank_lib.errors import DataError, ParseError
 from apibank_lib.types import ApiCall, ApiRecord, Dialogue, Level3Item, Param, ToolSchema, Utterance
 
 __all__ = [
+    "corpus_schemas",
     "ABILITIES",
     "ABILITY_LEVEL",
     "SEARCHER",
@@ -258,6 +259,16 @@ def corpus_files(root: str | Path) -> list[Path]:
     if not root.is_dir():
         raise DataError("no such corpus file or folder", root)
     return sorted(root.rglob("*.yaml"))
+
+
+def corpus_schemas(root: str | Path | None = None) -> dict[str, ToolSchema]:
+    """Every API the corpus files under ``root`` describe (default: :func:`default_corpus_dir`), by name, in file
+    order; a name described in several files keeps its first description."""
+    out: dict[str, ToolSchema] = {}
+    for path in corpus_files(root if root is not None else default_corpus_dir()):
+        for name, schema in read_corpus_file(path).schemas.items():
+            out.setdefault(name, schema)
+    return out
 
 
 # --- conversion to evaluation types ---------------------------------------------------------------
