@@ -845,9 +845,7 @@ def toolalpaca_table(
                 "source": f"measured here ({r.model}, {r.protocol}, {r.data})",
             }
         )
-    table = pd.DataFrame(rows)
-    # Whole numbers stay whole beside the blanks of the reported rows (a plain column would turn them into floats).
-    return table.astype({"training samples": "Int64", "API-call samples": "Int64"})
+    return pd.DataFrame(rows)
 
 
 def adapter_training_samples(model: str) -> int | None:

@@ -223,8 +223,8 @@ corpus's APIs share.
             'analysis.save_table(gain_funnel, "funnel_gain")\ngain_funnel'
         ),
         code(
-            "for r, name in zip(gain, GAIN):\n"
-            "    plots.funnel_figure(analysis.funnel(r, bench), title=name)"
+            "for r, name, figure in zip(gain, GAIN, (\"funnel_base\", \"funnel_fine_tuned\")):\n"
+            "    plots.funnel_figure(analysis.funnel(r, bench), title=name, name=figure)"
         ),
         code(
             "corpus = corpus_schemas()\n"
