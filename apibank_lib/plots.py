@@ -207,8 +207,18 @@ def toolalpaca_figure(table: Any, *, name: str = "toolalpaca_comparison", direct
     """Call accuracy per model (measured here with 95% intervals; the paper's rows hatched as reported)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.2))
-    labels = [f"{m} ({n if n == n and n is not None else 0:.0f} samples)" for m, n in zip(table["model"], table["training samples"])]
     reported = table["source"] == "reported"
+
+    def count(n: Any) -> int | None:
+        return None if n is None or n != n else int(n)  # NaN (a blank cell) is not equal to itself
+
+    labels = []
+    for m, trained, measured, r in zip(table["model"], table["training samples"], table["API-call samples"], reported):
+        t = count(trained)
+        parts = ["not fine-tuned" if t is None else f"trained on {t:,}"]
+        if not r:
+            parts.append(f"n={count(measured)} API-call samples")
+        labels.append(f"{m} ({'; '.join(parts)})")
     low = (table["Call acc"] - table["Call acc low"]).fillna(0)
     high = (table["Call acc high"] - table["Call acc"]).fillna(0)
     colors = ["lightgray" if r else "tab:blue" for r in reported]

@@ -219,12 +219,13 @@ corpus's APIs share.
             'analysis.save_table(gain_errors, "error_distribution_gain")\ngain_errors'
         ),
         code(
-            "gain_funnel = pd.concat([analysis.funnel(r, bench).assign(model=name) for r, name in zip(gain, GAIN)], ignore_index=True)\n"
+            "funnels = {name: analysis.funnel(r, bench) for r, name in zip(gain, GAIN)}\n"
+            "gain_funnel = pd.concat([f.assign(model=name) for name, f in funnels.items()], ignore_index=True)\n"
             'analysis.save_table(gain_funnel, "funnel_gain")\ngain_funnel'
         ),
         code(
-            "for r, name, figure in zip(gain, GAIN, (\"funnel_base\", \"funnel_fine_tuned\")):\n"
-            "    plots.funnel_figure(analysis.funnel(r, bench), title=name, name=figure)"
+            "for (name, f), figure in zip(funnels.items(), (\"funnel_base\", \"funnel_fine_tuned\")):\n"
+            "    plots.funnel_figure(f, title=name, name=figure)"
         ),
         code(
             "corpus = corpus_schemas()\n"
@@ -318,9 +319,10 @@ repository), converts them and judges the same models on them by function and ar
             "    ta_tables.append(toolalpaca_eval.accuracy_table(judged, n_boot=N_BOOT, seed=SEED).assign(source=source.name))\n"
             "    ta_pairs.append(toolalpaca_eval.paired_table(judged, PAIRS, n_boot=N_BOOT, seed=SEED).assign(source=source.name))\n"
             "if ta_tables:\n"
-            '    analysis.save_table(pd.concat(ta_tables, ignore_index=True), "toolalpaca_eval")\n'
-            '    analysis.save_table(pd.concat(ta_pairs, ignore_index=True), "toolalpaca_eval_paired")\n'
-            "    display(pd.concat(ta_tables, ignore_index=True), pd.concat(ta_pairs, ignore_index=True))\n"
+            "    ta_table, ta_paired = pd.concat(ta_tables, ignore_index=True), pd.concat(ta_pairs, ignore_index=True)\n"
+            '    analysis.save_table(ta_table, "toolalpaca_eval")\n'
+            '    analysis.save_table(ta_paired, "toolalpaca_eval_paired")\n'
+            "    display(ta_table, ta_paired)\n"
             "else:\n"
             '    print("no ToolAlpaca evaluation files given (TOOLALPACA_EVAL)")'
         ),

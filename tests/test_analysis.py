@@ -157,3 +157,22 @@ def test_runs_are_cut_to_the_samples_they_all_have(bench: Benchmark, tmp_path: P
     keys = [[j.key for j in r.judgments] for r in both]
     assert keys[0] == keys[1] == [j.key for j in run_.judgments[1:] if j.kind == "api"]
     assert len(run_.judgments) == len(fewer.judgments) + 1  # the runs given are left as they were
+
+
+def test_the_toolalpaca_figure_says_what_each_row_was_trained_and_measured_on(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from apibank_lib import plots
+
+    table = pd.DataFrame(
+        [
+            {"model": "Lynx", "training samples": 6184, "Call acc": 54.64, "Call acc low": None, "Call acc high": None,
+             "API-call samples": None, "source": "reported"},
+            {"model": "base", "training samples": None, "Call acc": 27.3, "Call acc low": 20.0, "Call acc high": 35.0,
+             "API-call samples": 150, "source": "measured here"},
+        ]
+    )
+    fig = plots.toolalpaca_figure(table, directory=tmp_path)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["Lynx (trained on 6,184)", "base (not fine-tuned; n=150 API-call samples)"]
+    assert (tmp_path / "toolalpaca_comparison.png").is_file()
