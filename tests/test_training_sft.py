@@ -107,6 +107,34 @@ def test_chat_form_examples_train_on_the_template_answer_only(tiny_model: Path, 
     assert adapter_prompt_mode(str(tmp_path / "chat" / "adapter")) == "chat"
 
 
+def test_the_trainers_batches_supervise_the_target_tokens_only(tiny_model: Path, corpus: Path, tmp_path: Path) -> None:
+    # What the Trainer's collator hands the model, not what we built: TRL rebuilds labels from the input ids when a
+    # dataset has none, and then the loss would fall on the prompts too.
+    from datasets import Dataset
+
+    from apibank_lib.training.base import _prepare, tokenize_example
+    from apibank_lib.training.chat_examples import mode_renderer, template_of
+    from apibank_lib.training.sft import _rows, _trainer
+
+    config = TrainConfig(out=str(tmp_path / "batches"), **_settings(tiny_model, accumulate=1))
+    lm, tok = _prepare(config)
+    render = mode_renderer(template_of(tok), {"chat": 0.5, "paper": 0.5})
+    examples = examples_from_corpus(_report(corpus), tasks=("api", "response"), levels=(1,), render=render)[:6]
+    assert {e.mode for e in examples} == {"chat", "paper"}
+    rows, skipped = _rows(config, examples, tok)
+    assert skipped == 0
+    batches = list(_trainer(config, lm, tok, Dataset.from_dict(rows)).get_train_dataloader())
+    assert len(batches) == len(examples)
+    by_ids = {tuple(tokenize_example(tok, e)[0]): e for e in examples}
+    for batch in batches:
+        ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+        example = by_ids[tuple(ids)]
+        supervised = [t for t in labels if t != -100]
+        assert tok.decode(supervised) == example.target  # the answer turn, its end-of-turn token included
+        start = labels.index(supervised[0])
+        assert labels[start:] == ids[start:] and set(labels[:start]) == {-100}
+
+
 @pytest.mark.slow
 def test_two_processes_under_accelerate_launch_train_one_adapter(tiny_model: Path, corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "ddp"

@@ -86,7 +86,6 @@ def train_sft(config: TrainConfig, examples: Sequence[TrainingExample], *, progr
     from accelerate import PartialState
     from datasets import Dataset
     from transformers.trainer_utils import get_last_checkpoint
-    from trl import SFTConfig
 
     out = Path(config.out)
     state = PartialState()
@@ -100,44 +99,7 @@ def train_sft(config: TrainConfig, examples: Sequence[TrainingExample], *, progr
     rows, skipped = _rows(config, examples, tok)
     if not rows["input_ids"]:
         raise ConfigError(f"every example is longer than max_len={config.max_len} tokens")
-    dataset = Dataset.from_dict(rows)
-    cuda = torch.cuda.is_available()
-    args = SFTConfig(
-        output_dir=str(out / CHECKPOINTS),
-        per_device_train_batch_size=1,
-        gradient_accumulation_steps=config.accumulate,
-        learning_rate=config.lr,
-        lr_scheduler_type="linear",
-        warmup_steps=config.warmup,
-        weight_decay=0.0,
-        max_grad_norm=1.0,
-        num_train_epochs=1,  # the epochs are in the training order already
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=config.save_every,
-        save_total_limit=2,
-        seed=config.seed,
-        data_seed=config.seed,
-        report_to=[],
-        disable_tqdm=True,  # our bar shows the loss; the Trainer's prints a dict every step
-        max_length=None,  # long examples are skipped above, never truncated
-        packing=False,
-        use_cpu=not cuda,
-        bf16=cuda and torch.cuda.is_bf16_supported(),
-        gradient_checkpointing=config.activation_checkpointing,  # TRL defaults to True: half the speed on a CPU
-        dataloader_num_workers=0,
-        remove_unused_columns=False,
-    )
-    if config.lm_head not in ("targets", "all"):
-        raise ConfigError(f"lm_head must be 'targets' or 'all', not {config.lm_head!r}")
-    trainer = _OrderedTrainer(
-        model=lm, args=args, train_dataset=dataset, processing_class=tok,
-        compute_loss_func=_all_positions_loss if config.lm_head == "all" else None,
-    )
-    # The Trainer's own bar and its print of every log dict (one line a step): _Bar shows the loss instead.
-    for quiet in (ProgressCallback, PrinterCallback):
-        trainer.remove_callback(quiet)
-    trainer.add_callback(_StopAt(config.max_steps))
+    trainer = _trainer(config, lm, tok, Dataset.from_dict(rows))
     if progress and state.is_main_process:
         trainer.add_callback(_Bar())
     last = get_last_checkpoint(str(out / CHECKPOINTS)) if (out / CHECKPOINTS).is_dir() else None
@@ -174,12 +136,59 @@ def train_sft(config: TrainConfig, examples: Sequence[TrainingExample], *, progr
 
         write_record(out, config, data_fp, len(examples), result, losses, {
             "load_s": round(run_start - start, 1),
-            "device": "cuda" if cuda else "cpu",
+            "device": "cuda" if torch.cuda.is_available() else "cpu",
             "processes": state.num_processes,
             "versions": {"trl": trl.__version__, "transformers": transformers.__version__, "accelerate": accelerate.__version__},
         })
     state.wait_for_everyone()
     return result
+
+
+def _trainer(config: TrainConfig, lm: Any, tok: Any, dataset: Any) -> Any:
+    """The configured ``SFTTrainer`` over tokenised rows (``input_ids``, ``labels``), checkpointing into
+    ``<out>/checkpoints``; its collator pads the rows' own labels (the prompt already masked), so the loss falls on
+    the targets only."""
+    import torch
+    from trl import SFTConfig
+
+    if config.lm_head not in ("targets", "all"):
+        raise ConfigError(f"lm_head must be 'targets' or 'all', not {config.lm_head!r}")
+    cuda = torch.cuda.is_available()
+    args = SFTConfig(
+        output_dir=str(Path(config.out) / CHECKPOINTS),
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=config.accumulate,
+        learning_rate=config.lr,
+        lr_scheduler_type="linear",
+        warmup_steps=config.warmup,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        num_train_epochs=1,  # the epochs are in the training order already
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=config.save_every,
+        save_total_limit=2,
+        seed=config.seed,
+        data_seed=config.seed,
+        report_to=[],
+        disable_tqdm=True,  # our bar shows the loss; the Trainer's prints a dict every step
+        max_length=None,  # long examples are skipped before, never truncated
+        packing=False,
+        use_cpu=not cuda,
+        bf16=cuda and torch.cuda.is_bf16_supported(),
+        gradient_checkpointing=config.activation_checkpointing,  # TRL defaults to True: half the speed on a CPU
+        dataloader_num_workers=0,
+        remove_unused_columns=False,
+    )
+    trainer = _OrderedTrainer(
+        model=lm, args=args, train_dataset=dataset, processing_class=tok,
+        compute_loss_func=_all_positions_loss if config.lm_head == "all" else None,
+    )
+    # The Trainer's own bar and its print of every log dict (one line a step): _Bar shows the loss instead.
+    for quiet in (ProgressCallback, PrinterCallback):
+        trainer.remove_callback(quiet)
+    trainer.add_callback(_StopAt(config.max_steps))
+    return trainer
 
 
 def _all_positions_loss(outputs: Any, labels: Any, num_items_in_batch: Any = None) -> Any:
