@@ -51,7 +51,7 @@ from apibank_lib.runs import (
     default_runs_dir,
     plan,
 )
-from apibank_lib.types import ApiRecord, Episode, Sample
+from apibank_lib.types import ApiRecord, Context, Episode, Sample
 from apibank_lib.version import __version__
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "open_run",
     "answer_all",
     "run_episode",
+    "request_for",
     "STOPS",
     "MAX_CONSECUTIVE_UNREACHABLE",
 ]
@@ -224,11 +225,9 @@ def run_episode(
     usage = [0, 0]
     for step in range(config.max_steps):
         context = episode.context(tuple(done))
-        prompt = build_prompt(context, toolset, shots=config.shots)
-        chat = build_chat(context, toolset) if mode == "chat" else None
         choice = config.tool_choice if step == 0 else "auto"
         comp = backend.complete(
-            Request(prompt, context, episode, config.max_tokens, STOPS["api"], mode, chat, choice, step)
+            request_for(episode, context, toolset, mode, config.max_tokens, choice, shots=config.shots, step=step)
         )
         usage[0] += comp.prompt_tokens or 0
         usage[1] += comp.completion_tokens or 0
@@ -263,6 +262,36 @@ def run_episode(
     )
 
 
+def request_for(
+    item: Any,
+    context: Context,
+    tools: Any,
+    mode: str,
+    max_tokens: int,
+    tool_choice: str,
+    *,
+    shots: int = 0,
+    release_item: Any = None,
+    step: int = 0,
+) -> Request:
+    """What a backend is asked for one context: the text prompt (which reference backends and the ``paper`` and
+    ``completion`` modes read), the chat prompt in ``chat`` mode, and the stop sequences of the context's task.
+
+    Args:
+        item: the sample or episode answered (or None).
+        context: what the model is shown.
+        tools: a tool set, or anything that describes APIs as one does (a
+            :class:`~apibank_lib.training.export.SchemaCatalog` for data that is not the benchmark's).
+        mode: the prompt mode sent (``chat``, ``paper`` or ``completion``).
+        max_tokens, tool_choice: as in :class:`~apibank_lib.runs.RunConfig`.
+        shots, release_item: passed to :func:`~apibank_lib.prompts.build_prompt`.
+        step: in the level-3 agent loop, the calls made so far.
+    """
+    prompt = build_prompt(context, tools, shots=shots, release_item=release_item)
+    chat = build_chat(context, tools) if mode == "chat" else None
+    return Request(prompt, context, item, max_tokens, STOPS[context.task], mode, chat, tool_choice, step)
+
+
 class _Answerer:
     """Answers one sample or episode; identical prompts (duplicate samples) reuse the first answer.
 
@@ -293,17 +322,18 @@ class _Answerer:
             except Exception as exc:  # noqa: BLE001 - any backend failure is recorded with the episode
                 return self.failure(item, exc)
         release_item = self.bench.release_prompt(item) if self.protocol.release_prompts else None
-        context, toolset = item.context(), self.bench.toolset(item.level)
-        prompt = build_prompt(context, toolset, shots=self.config.shots, release_item=release_item)
-        chat = build_chat(context, toolset) if self.mode == "chat" else None
-        sha = chat.digest() if chat is not None else hashlib.sha256(prompt.text.encode()).hexdigest()[:16]
+        request = request_for(
+            item, item.context(), self.bench.toolset(item.level), self.mode, self.config.max_tokens,
+            self.config.tool_choice, shots=self.config.shots, release_item=release_item,
+        )
+        if request.chat is not None:
+            sha = request.chat.digest()
+        else:
+            sha = hashlib.sha256(request.prompt.text.encode()).hexdigest()[:16]
         with self._lock:
             cached = self._cache.get(sha)
         if cached is not None:  # a duplicate sample: same prompt, same greedy answer
             return PredictionRecord.for_item(item, prompt_sha=sha, reused=True, **cached)
-        request = Request(
-            prompt, context, item, self.config.max_tokens, STOPS[item.kind], self.mode, chat, self.config.tool_choice
-        )
         try:
             comp = self.backend.complete(request)
         except ToolsIgnored:

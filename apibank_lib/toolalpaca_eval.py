@@ -23,13 +23,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.backends.base import Backend, Request
+from apibank_lib.backends.base import Backend
 from apibank_lib.calls import format_call
-from apibank_lib.chat import build_chat
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.formats.toolalpaca import ConversionResult, gold_matches
-from apibank_lib.prompts import build_prompt
-from apibank_lib.runner import STOPS
+from apibank_lib.runner import request_for
 from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.training.export import SchemaCatalog
@@ -105,7 +103,11 @@ def load_judgments(path: str | Path) -> tuple[dict[str, Any], list[ToolAlpacaJud
             interruption is ignored, so that the evaluation can resume.
     """
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    return _read_judgments(path.read_text(encoding="utf-8"), path)
+
+
+def _read_judgments(text: str, path: Path) -> tuple[dict[str, Any], list[ToolAlpacaJudgment]]:
+    lines = text.splitlines()
     if not lines:
         raise DataError("the answers file is empty (no header line)", path)
     records: dict[str, ToolAlpacaJudgment] = {}
@@ -176,7 +178,8 @@ def evaluate_converted(
     done: dict[str, ToolAlpacaJudgment] = {}
     path = Path(out) if out is not None else None
     if path is not None and path.is_file():
-        found, old = load_judgments(path)
+        text = path.read_text(encoding="utf-8")
+        found, old = _read_judgments(text, path)
         if found != header:
             differ = sorted(k for k in set(found) | set(header) if found.get(k) != header.get(k))
             raise ConfigError(
@@ -184,7 +187,6 @@ def evaluate_converted(
                 "choose another file or remove it to start over"
             )
         done = {j.key: j for j in old if not j.failed}
-        text = path.read_text(encoding="utf-8")
         if not text.endswith("\n"):  # drop a record cut short, so that the next one starts on its own line
             path.write_text(text[: text.rfind("\n") + 1], encoding="utf-8")
     elif path is not None:
@@ -211,11 +213,8 @@ def _bar(items: Sequence[Any]) -> Iterable[Any]:
 def _answer(
     sample: ApiCallSample, api: str, catalogs: Mapping[str, SchemaCatalog], backend: Backend, mode: str, max_tokens: int, tool_choice: str
 ) -> ToolAlpacaJudgment:
-    catalog = catalogs[api]
-    context = sample.context()
-    prompt = build_prompt(context, catalog)  # type: ignore[arg-type]  # a catalogue stands in for a tool set
-    chat = build_chat(context, catalog) if mode == "chat" else None  # type: ignore[arg-type]
-    request = Request(prompt, context, sample, max_tokens, STOPS["api"], mode, chat, tool_choice)
+    # The entry's functions stand in for a tool set.
+    request = request_for(sample, sample.context(), catalogs[api], mode, max_tokens, tool_choice)
     try:
         comp = backend.complete(request)
     except Exception as exc:  # noqa: BLE001 - recorded and asked again on resume, never raised mid-evaluation
