@@ -149,6 +149,9 @@ def test_mix_shares_are_parsed_strictly() -> None:
         parse_shares("L1/api=lots")
     with pytest.raises(ConfigError, match="unknown group"):
         parse_shares("api=0.5")
+    for bad, says in (("L1/api", "not GROUP=SHARE"), ("L1/api=-0.5,L2/api=1", "negative"), ("L1/api=0", "no group with")):
+        with pytest.raises(ConfigError, match=says):
+            parse_shares(bad)
 
 
 def test_model_targets_name_their_adapter() -> None:

@@ -21,7 +21,7 @@ from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT
 from apibank_lib.chat import build_chat
 from apibank_lib.chat_template import ChatTemplate, TemplateError
 from apibank_lib.prompts import build_prompt
-from apibank_lib.training.export import TrainingExample, answer_text
+from apibank_lib.training.export import TrainingExample, answer_text, read_shares
 from apibank_lib.types import ApiCallSample, ApiRecord, Sample
 
 __all__ = [
@@ -115,22 +115,11 @@ def parse_modes(text: str) -> dict[str, float]:
     Raises:
         ConfigError: an unknown mode, a share that is not a number, or shares that do not add up to a positive total.
     """
-    from apibank_lib.errors import ConfigError
 
-    out: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        mode, eq, value = (x.strip() for x in part.partition("="))
-        if mode not in TEMPLATE_MODES:
-            raise ConfigError(f"--prompt-modes: unknown mode {mode!r}; choose from {', '.join(TEMPLATE_MODES)}")
-        try:
-            out[mode] = float(value) if eq else 1.0
-        except ValueError:
-            raise ConfigError(f"--prompt-modes: {part!r} is not MODE=SHARE (e.g. chat=0.7,paper=0.3)") from None
-        if out[mode] < 0:
-            raise ConfigError(f"--prompt-modes: the share of {mode} is negative")
-    if sum(out.values()) <= 0:
-        raise ConfigError(f"--prompt-modes: {text!r} names no mode with a positive share")
-    return out
+    def unknown(mode: str) -> str | None:
+        return None if mode in TEMPLATE_MODES else f"unknown mode {mode!r}; choose from {', '.join(TEMPLATE_MODES)}"
+
+    return read_shares(text, "--prompt-modes", "MODE=SHARE", "chat=0.7,paper=0.3", unknown, bare=True)
 
 
 def mode_of(key: str, shares: dict[str, float], seed: int = 0) -> str:

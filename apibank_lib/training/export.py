@@ -24,7 +24,7 @@ from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDial
 from apibank_lib.prompts import LEADS, build_prompt, target_text
 from apibank_lib.types import ApiCallSample, Sample, ToolSchema
 
-__all__ = ["SchemaCatalog", "TrainingExample", "answer_text", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "examples_from_toolalpaca"]
+__all__ = ["SchemaCatalog", "TrainingExample", "answer_text", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "read_shares", "examples_from_toolalpaca"]
 
 
 Renderer = Callable[[list[Sample], Any], list["TrainingExample"]]
@@ -217,20 +217,52 @@ def mix(examples: Sequence[TrainingExample], n: int, shares: dict[str, float], s
     return chosen[:n]
 
 
-def parse_shares(text: str) -> dict[str, float]:
-    """``"L1/api=0.5,L2/api=0.3"`` -> ``{"L1/api": 0.5, "L2/api": 0.3}`` (a clear error otherwise)."""
+def read_shares(
+    text: str, option: str, form: str, example: str, unknown: Callable[[str], str | None], bare: bool = False
+) -> dict[str, float]:
+    """``"KEY=SHARE,KEY=SHARE"`` as a command-line option gives it: ``{KEY: SHARE}``, in the text's order.
+
+    Args:
+        text: the option's value.
+        option: the option's name, for messages (``--mix``).
+        form: what a part looks like, for messages (``GROUP=SHARE``); its first word names the keys.
+        example: a well-formed value, for messages.
+        unknown: says what is wrong with a key (None for a good one).
+        bare: a key without ``=SHARE`` has the share 1.
+
+    Raises:
+        ConfigError: a part that is not KEY=SHARE, an unknown key, a negative share, or no positive share at all.
+    """
     from apibank_lib.errors import ConfigError
 
     out: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
-        key, _, value = part.partition("=")
+        key, eq, value = (x.strip() for x in part.partition("="))
+        problem = unknown(key)
+        if problem:
+            raise ConfigError(f"{option}: {problem}")
         try:
-            out[key.strip()] = float(value)
+            if not eq and not bare:
+                raise ValueError(part)
+            out[key] = float(value) if eq else 1.0
         except ValueError:
-            raise ConfigError(f"--mix: {part!r} is not GROUP=SHARE (e.g. L1/api=0.5)") from None
-        if not key.strip().startswith(("L1/", "L2/", "L3/")):
-            raise ConfigError(f"--mix: unknown group {key.strip()!r}; groups are L1/api, L2/response, ...")
+            raise ConfigError(f"{option}: {part!r} is not {form} (e.g. {example})") from None
+        if out[key] < 0:
+            raise ConfigError(f"{option}: the share of {key} is negative")
+    if sum(out.values()) <= 0:
+        raise ConfigError(f"{option}: {text!r} names no {form.split('=')[0].lower()} with a positive share")
     return out
+
+
+def parse_shares(text: str) -> dict[str, float]:
+    """``"L1/api=0.5,L2/api=0.3"`` -> ``{"L1/api": 0.5, "L2/api": 0.3}`` (a clear error otherwise)."""
+
+    def unknown(key: str) -> str | None:
+        if key.startswith(("L1/", "L2/", "L3/")):
+            return None
+        return f"unknown group {key!r}; groups are L1/api, L2/response, ..."
+
+    return read_shares(text, "--mix", "GROUP=SHARE", "L1/api=0.5", unknown)
 
 
 def examples_from_toolalpaca(
