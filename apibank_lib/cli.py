@@ -546,7 +546,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from apibank_lib.analysis import figures_dir, results_dir
-    from apibank_lib.reproduce import reproduce
+    from apibank_lib.reproduce import parse_param, reproduce
     from apibank_lib.workbench import workbench_runs_dir
 
     os.environ.setdefault("APIBANK_RUNS", str(workbench_runs_dir()))  # the notebooks' kernels inherit it
@@ -556,6 +556,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         models=args.models,
         only=args.only or (),
+        params=dict(parse_param(p) for p in args.param or ()),
         progress=lambda line: print(line, file=sys.stderr, flush=True),
     )
     summary = {
@@ -743,6 +744,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", default=None, help="an official release instead of the bundled benchmark")
     p.add_argument("--protocol", choices=protocols, default=None)
     p.add_argument("--only", nargs="+", default=None, metavar="NN", help="only these notebooks, by number (e.g. 00 03)")
+    p.add_argument(
+        "--param", action="append", metavar="NAME=VALUE",
+        help="a notebook parameter over the profile's, for every notebook that declares it (repeatable; e.g. CALL_LIMIT=None)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reproduce)
 

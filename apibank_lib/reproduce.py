@@ -19,7 +19,9 @@ from typing import Any
 from apibank_lib.analysis import figures_dir, results_dir
 from apibank_lib.errors import ConfigError
 
-__all__ = ["DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "reproduce"]
+__all__ = [
+    "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "parse_param", "reproduce",
+]
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 """The committed notebooks."""
@@ -116,6 +118,25 @@ def _available_defaults(progress: Callable[[str], None] | None) -> list[str]:
     return chosen
 
 
+def parse_param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` from the command line: the value read as a Python literal (``None``, ``40``, ``"v2"``,
+    ``[1, 2]``), or kept as text when it is not one. Never evaluated as code.
+
+    Raises:
+        ConfigError: no ``=``, or a name that is not an identifier.
+    """
+    import ast
+
+    name, eq, value = text.partition("=")
+    name = name.strip()
+    if not eq or not name.isidentifier():
+        raise ConfigError(f"--param {text!r}: expected NAME=VALUE (e.g. CALL_LIMIT=None)")
+    try:
+        return name, ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        return name, value.strip()
+
+
 def reproduce(
     *,
     profile: str = "quick",
@@ -123,6 +144,7 @@ def reproduce(
     protocol: str | None = None,
     models: Sequence[str] | None = None,
     only: Sequence[str] = (),
+    params: dict[str, Any] | None = None,
     notebooks_dir: str | Path | None = None,
     output_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
@@ -136,6 +158,8 @@ def reproduce(
         models: the models to run (default: :data:`DEFAULT_MODELS`, less the instruct models whose optional
             packages are not installed).
         only: run only the notebooks whose names start with these prefixes (e.g. ``["00", "03"]``).
+        params: parameters that replace the profile's (or add to them), given to each notebook that declares them
+            (e.g. ``{"CALL_LIMIT": None}``: notebooks 04 and 05 on every level-1 API-call sample, the rest quick).
         notebooks_dir: where the notebooks are (default: the project's).
         output_dir: where the executed copies go (default: ``<results>/notebooks``).
         progress: called with a line of text before and after each notebook.
@@ -147,12 +171,13 @@ def reproduce(
 
     if profile not in PROFILES:
         raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
-    params: dict[str, Any] = dict(PROFILES[profile])
-    params["MODELS"] = list(models) if models else _available_defaults(progress)
+    given_params: dict[str, Any] = dict(PROFILES[profile])
+    given_params["MODELS"] = list(models) if models else _available_defaults(progress)
     if data is not None:
-        params["DATA"] = str(Path(data).resolve())
+        given_params["DATA"] = str(Path(data).resolve())
     if protocol is not None:
-        params["PROTOCOL"] = protocol
+        given_params["PROTOCOL"] = protocol
+    given_params.update(params or {})
     chosen = [p for p in notebooks(notebooks_dir) if not only or any(p.name.startswith(o) for o in only)]
     if not chosen:
         raise ConfigError(f"no numbered notebook matches {list(only)}")
@@ -163,7 +188,7 @@ def reproduce(
         if progress is not None:
             progress(f"[{i}/{len(chosen)}] {path.name} ...")
         start = time.perf_counter()
-        given = {k: v for k, v in params.items() if k in _declared(path)}
+        given = {k: v for k, v in given_params.items() if k in _declared(path)}
         papermill.execute_notebook(
             str(path),
             str(out / path.name),

@@ -51,3 +51,34 @@ def test_installed_instruct_models_are_kept(monkeypatch: pytest.MonkeyPatch) -> 
     lines: list[str] = []
     assert reproduce._available_defaults(lines.append) == list(DEFAULT_MODELS)
     assert lines == []
+
+
+def test_a_param_is_read_as_a_literal_never_run() -> None:
+    from apibank_lib.errors import ConfigError
+    from apibank_lib.reproduce import parse_param
+
+    assert parse_param("CALL_LIMIT=None") == ("CALL_LIMIT", None)
+    assert parse_param("REPLY_LIMIT = 100") == ("REPLY_LIMIT", 100)
+    assert parse_param("PAIRS=[['a', 'b']]") == ("PAIRS", [["a", "b"]])
+    assert parse_param("PROTOCOL=v2") == ("PROTOCOL", "v2")  # not a literal: kept as text
+    assert parse_param("X=__import__('os').getcwd()") == ("X", "__import__('os').getcwd()")
+    for bad in ("CALL_LIMIT", "=3", "2x=1"):
+        with pytest.raises(ConfigError, match="NAME=VALUE"):
+            parse_param(bad)
+
+
+def test_params_replace_the_profiles_in_the_notebooks_that_declare_them(tmp_path: Any) -> None:
+    import nbformat
+
+    for name, source in (("01_a.ipynb", "CALL_LIMIT = 10\nN_BOOT = 5"), ("02_b.ipynb", "N_BOOT = 5")):
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["tags"] = ["parameters"]
+        nb.cells = [cell, nbformat.v4.new_code_cell("print(repr(globals().get('CALL_LIMIT', 'absent')), N_BOOT)")]
+        nbformat.write(nb, tmp_path / name)
+    done = reproduce.reproduce(
+        notebooks_dir=tmp_path, output_dir=tmp_path / "out", models=["oracle"], params={"CALL_LIMIT": None, "N_BOOT": 7}
+    )
+    printed = [nbformat.read(p, as_version=4).cells[-1].outputs[0]["text"].strip() for p in done.executed]
+    assert printed == ["None 7", "'absent' 7"]
