@@ -22,9 +22,10 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from apibank_lib.reported import (
     PAPER_TOOLALPACA,
 )
 from apibank_lib.runs import JudgmentRecord, RunFolder, RunInfo, default_runs_dir
-from apibank_lib.scoring import score_run
+from apibank_lib.scoring import score_run, scored_version, version_note
 from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
 from apibank_lib.tools.base import LEVEL3, LEVEL12
@@ -131,13 +132,37 @@ class ScoredRun:
         folder: the run folder.
         info: its ``config.json``.
         metrics: its ``metrics.json``.
-        judgments: its judgments, in dataset order.
+        judgments: its judgments, in dataset order, less those an erratum of the data excludes.
+        excluded: the judgments an erratum excludes (kept to be read, counted in no table's accuracy).
     """
 
     folder: RunFolder
     info: RunInfo
     metrics: dict[str, Any]
     judgments: list[JudgmentRecord]
+    excluded: list[JudgmentRecord] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, folder: RunFolder, info: RunInfo) -> ScoredRun:
+        """A scored folder as it is on disk, its excluded judgments set apart."""
+        judgments = folder.read_judgments()
+        return cls(
+            folder, info, folder.read_metrics(),
+            [j for j in judgments if j.excluded is None], [j for j in judgments if j.excluded is not None],
+        )
+
+    @property
+    def errata(self) -> str:
+        """What the errata did to this run, for tables: ``api-bank@1: 5 excluded, 5 corrected`` (empty when the
+        protocol applied none)."""
+        applied = self.metrics.get("errata")
+        if not applied:
+            return ""
+        overall = self.metrics.get("overall", {})
+        return (
+            f"{applied['errata']}: {overall.get('excluded_by_errata', 0)} excluded, "
+            f"{overall.get('corrected_by_errata', 0)} corrected"
+        )
 
     @property
     def model(self) -> str:
@@ -157,6 +182,11 @@ class ScoredRun:
         return self.info.protocol
 
     @property
+    def protocol_version(self) -> str:
+        """The version of the protocol the run was scored under (``v2.1``), which tables show."""
+        return scored_version(self.metrics)
+
+    @property
     def data(self) -> str:
         """``bundled``, or the official release's folder name."""
         return Path(self.info.data).name if self.info.official_release else "bundled"
@@ -168,12 +198,12 @@ class ScoredRun:
 
     @property
     def label(self) -> str:
-        """``model (prompt mode, protocol, data)``, unique enough for a table row."""
-        return f"{self.model} ({self.prompt_mode}, {self.protocol}, {self.data})"
+        """``model (prompt mode, protocol version, data)``, unique enough for a table row."""
+        return f"{self.model} ({self.prompt_mode}, {self.protocol_version}, {self.data})"
 
     def labels(self) -> dict[str, str]:
-        """The label columns every table of runs starts with."""
-        return {"model": self.model, "prompt mode": self.prompt_mode, "protocol": self.protocol, "data": self.data}
+        """The label columns every table of runs starts with (the protocol as the version it was scored under)."""
+        return {"model": self.model, "prompt mode": self.prompt_mode, "protocol": self.protocol_version, "data": self.data}
 
 
 def load_runs(
@@ -181,11 +211,14 @@ def load_runs(
 ) -> list[ScoredRun]:
     """Scored runs, scoring those that are not scored yet (or all, with ``rescore``).
 
+    Reading never changes a run's scores: a run scored under another version of its protocol is loaded as it is,
+    with a warning that names both versions, and its rows say which version they are.
+
     Args:
         runs: run folders; default: every run folder under the runs folder (sorted by name).
         bench: the benchmark the runs used (loaded from each run's config otherwise).
-        rescore: score every run again (e.g. after a grading change). Runs whose metrics were graded with
-            another retriever than the run's (:attr:`RunInfo.retriever`) are scored again anyway.
+        rescore: score every run again under today's protocol (e.g. after a grading change), replacing its
+            ``metrics.json`` and ``judgments.jsonl``.
     """
     if runs is None:
         root = default_runs_dir()
@@ -195,14 +228,12 @@ def load_runs(
         folder = item if isinstance(item, RunFolder) else RunFolder(item)
         info = folder.read_info()
         usable = bench if bench is not None and bench.fingerprint == info.identity["data_fingerprint"] else None
-        stale = (
-            not folder.metrics_path.is_file()
-            or not folder.judgments_path.is_file()
-            or folder.read_metrics().get("retriever") != info.retriever  # graded before the protocol's retriever changed
-        )
-        if rescore or stale:
-            score_run(folder.path, bench=usable)
-        out.append(ScoredRun(folder, info, folder.read_metrics(), folder.read_judgments()))
+        unscored = not folder.metrics_path.is_file() or not folder.judgments_path.is_file()
+        if rescore or unscored:
+            score_run(folder.path, bench=usable, rescore=True)
+        elif (note := version_note(folder)) is not None:
+            warnings.warn(note, stacklevel=2)
+        out.append(ScoredRun.read(folder, info))
     return out
 
 
@@ -210,9 +241,15 @@ def select(runs: Sequence[ScoredRun], **labels: str) -> list[ScoredRun]:
     """The runs whose labels have the given values, e.g. ``select(runs, prompt_mode="reference")``.
 
     Label names are those of :meth:`ScoredRun.labels` with underscores for spaces
-    (``model``, ``prompt_mode``, ``protocol``, ``data``).
+    (``model``, ``prompt_mode``, ``protocol``, ``data``); ``protocol`` matches a name (``v2``) or a version (``v2.1``).
     """
-    return [r for r in runs if all(r.labels()[k.replace("_", " ")] == v for k, v in labels.items())]
+
+    def matches(run: ScoredRun, key: str, value: str) -> bool:
+        if key == "protocol" and value == run.protocol:
+            return True
+        return run.labels()[key.replace("_", " ")] == value
+
+    return [r for r in runs if all(matches(r, k, v) for k, v in labels.items())]
 
 
 def by_model(runs: Sequence[ScoredRun], model: str) -> ScoredRun:
@@ -290,7 +327,7 @@ def main_table(
     pd = _pandas()
     rows = []
     for r in runs:
-        row: dict[str, Any] = {**r.labels(), "source": "measured here"}
+        row: dict[str, Any] = {**r.labels(), "source": "measured here", "errata": r.errata}
         if dated:
             row["date"] = r.date
         for level, ability in ABILITIES.items():
@@ -339,7 +376,11 @@ def compact_main_table(main: Any) -> Any:
 
     rows = []
     for _, row in main.iterrows():
-        out = {"model": row["model"], "source": row["source"], "protocol": row.get("protocol", "")}
+        errata = row.get("errata", "")
+        out = {
+            "model": row["model"], "source": row["source"], "protocol": row.get("protocol", ""),
+            "errata": "" if errata != errata else errata,  # NaN on the reported rows
+        }
         for ability in ABILITIES.values():
             out[f"{ability} acc"] = acc(row, f"{ability} acc")
             out[f"{ability} ROUGE-L"] = rouge(row, f"{ability} ROUGE-L")
@@ -372,6 +413,7 @@ def compare_runs(runs: Sequence[ScoredRun]) -> Any:
         row.update({"answered": cov["answered"], "failed": cov["failed"], "expected": cov["expected"]})
         # Answers of zero tokens (scored before this count existed: unknown until scored again).
         row["empty answers"] = r.metrics["overall"].get("empty_answers")
+        row["errata"] = r.errata
         row["partial"] = bool(r.metrics["partial"])
         rows.append(row)
     return pd.DataFrame(rows)

@@ -148,8 +148,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for lv, r in report["levels"].items():
         pct = 100.0 * r["correct"] / r["gold_calls"] if r["gold_calls"] else 0.0
         rows.append([lv, r["gold_calls"], r["correct"], f"{pct:.1f}%", r["samples"], r["samples_correct"]])
-    print(f"Protocol {protocol.name} on {report['data']}")
+    print(f"Protocol {protocol.version} on {report['data']}")
     print(_table(rows, ["level", "gold calls", "judged correct", "rate", "API-call samples", "samples correct"]))
+    _print_errata_use(report)
     n_fail = sum(len(r["failures"]) for r in report["levels"].values())
     if not n_fail:
         return 0
@@ -163,6 +164,28 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(_table(_failure_summary(report["levels"]), ["level", "API", "category", "samples", "first reason"]))
         print(f"\n{n_fail} failed samples by API; --verbose lists each, --json gives everything.")
     return 0
+
+
+def _print_errata_use(report: dict[str, Any]) -> None:
+    """What the errata did in a replay: samples excluded and corrected per level, and the entries not applied."""
+    errata = report.get("errata")
+    if errata is None:
+        return
+    per_level = [
+        f"level {lv}: {len(r['excluded'])} excluded, {len(r['corrected'])} corrected"
+        for lv, r in report["levels"].items()
+        if r["excluded"] or r["corrected"]
+    ]
+    print(f"\nerrata {errata['errata']}: {len(errata['applied'])} applied, {len(errata['not_applied'])} not applied")
+    for line in per_level:
+        print(f"  {line}")
+    for lv, r in report["levels"].items():
+        for e in r["excluded"]:
+            print(f"  L{lv} {e['dialogue']} #{e['sample_id']} {e['api_name']}: excluded, {e['reason']}")
+        for e in r["corrected"]:
+            print(f"  L{lv} {e['dialogue']} #{e['sample_id']} {e['api_name']}: gold corrected by {e['erratum']}")
+    for entry, why in errata["not_applied"].items():
+        print(f"  {entry} not applied: {why}")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -259,11 +282,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 "official_release": report.official,
                 "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in report.problems],
                 "data_defects": [{"path": p.path, "line": p.line, "message": p.message} for p in report.defects],
+                "errata": {"file": report.errata_label, "entries": report.errata},
             }
         )
         return 0 if report.valid else 1
     for p in report.problems:
         print(p)
+    if report.errata_label is not None:
+        applied = [e for e in report.errata if e["applied"]]
+        print(f"errata {report.errata_label}: {len(applied)} of {len(report.errata)} entries apply to this copy")
+        for e in report.errata:
+            state = f"applied to {e['samples']} sample(s)" if e["applied"] else f"not applied ({e['why not']})"
+            print(f"  {e['id']} {e['record']}: {e['defect']}, {e['decision']}; {state}")
     if report.official:
         for p in report.defects:
             print(f"data defect: {p}")
@@ -315,8 +345,8 @@ def _options(items: list[str] | None) -> dict[str, str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from apibank_lib.runner import run
-    from apibank_lib.runs import RunConfig
-    from apibank_lib.scoring import score_run
+    from apibank_lib.runs import RunConfig, RunFolder
+    from apibank_lib.scoring import OtherVersion, score_run
 
     config = RunConfig(
         model=args.model,
@@ -341,7 +371,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend_options=_options(args.option),
     )
     result = run(config, progress=not args.json)
-    metrics = score_run(result.path)
+    try:
+        # New answers are scored with the whole run under today's protocol; a run with nothing new keeps its scores.
+        metrics = score_run(result.path, rescore=bool(result.answered or result.failed))
+    except OtherVersion as exc:
+        _warn(str(exc))
+        metrics = RunFolder(result.path).read_metrics()
     out = {
         "run": str(result.path),
         "requested": result.total,
@@ -407,7 +442,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     from apibank_lib.scoring import score_run
 
-    results = [score_run(path, data=args.data, retriever=args.retriever) for path in args.runs]
+    results = [score_run(path, data=args.data, retriever=args.retriever, rescore=args.rescore) for path in args.runs]
     if args.json:
         _print_json(results if len(results) > 1 else results[0])
     else:
@@ -518,7 +553,12 @@ def cmd_convert_toolalpaca(args: argparse.Namespace) -> int:
         return 0
     c = result.counts()
     made = f"{c['samples']} samples" if result.kind == "eval" else f"{c['dialogues']} dialogues"
+    refs = c["references"]
     print(f"{args.src} ({result.kind}): {made}, {c['functions']} functions; wrote {', '.join(p.name for p in written)} to {args.out_dir}")
+    print(
+        f"step references: {refs['total']} in {refs['steps']} steps, {refs['unresolved']} unresolved, "
+        f"{refs['with_value']} with a value"
+    )
     print(_table([list(r) for r in result.rows()], ["unit", "measure", "count"]))
     return 0
 
@@ -807,6 +847,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score run folders (never queries a model)")
     p.add_argument("runs", nargs="+")
     p.add_argument("--data", default=None, help="where the runs' data is now, if it moved")
+    p.add_argument(
+        "--rescore", action="store_true",
+        help="replace scores made under another version of the run's protocol (refused otherwise, with both named)",
+    )
     p.add_argument("--json", action="store_true")
     retriever(p, default="the run's, else its protocol's")
     p.set_defaults(func=cmd_score)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -53,6 +53,7 @@ __all__ = [
     "default_data_root",
     "cut_samples",
     "cut_level3_samples",
+    "needed_api",
     "statistics",
     "level_statistics",
 ]
@@ -67,6 +68,41 @@ def default_data_root() -> Path:
 
 
 # --- sample cutting --------------------------------------------------------------------------------
+
+
+SEARCH_API = "ToolSearcher"
+TOKEN_API = "GetUserToken"
+
+
+def needed_api(later: Sequence[ApiRecord]) -> str | None:
+    """The API a search is for, read from the API records that follow the search in its dialogue (or level-3 item).
+
+    The rule: take the calls after the search up to the next search (the calls that search serves). The API needed
+    is the first of them that is not a helper; GetUserToken is a helper when a later call among them takes a
+    ``token`` (it fetches the token that call needs; the search tool itself returns GetUserToken beside such an
+    API). When every call is a helper, it is the first call's API; when no call follows, there is none, and the
+    search can only be judged by its recorded output.
+
+    A recorded search output is what the original's retriever returned, and it is sometimes another API than the
+    one the dialogue goes on to call; the call is what the user needed.
+    """
+    served: list[ApiRecord] = []
+    for record in later:
+        if record.api_name == SEARCH_API:
+            break
+        served.append(record)
+    for i, record in enumerate(served):
+        if record.api_name == TOKEN_API and any("token" in r.args for r in served[i + 1 :]):
+            continue
+        return record.api_name
+    return served[0].api_name if served else None
+
+
+def _needed(turns: Sequence[Any], i: int) -> str | None:
+    """:func:`needed_api` of the record at position ``i`` when it is a search (None otherwise)."""
+    if not isinstance(turns[i], ApiRecord) or turns[i].api_name != SEARCH_API:
+        return None
+    return needed_api([t for t in turns[i + 1 :] if isinstance(t, ApiRecord)])
 
 
 def cut_samples(dialogue: Dialogue) -> list[Sample]:
@@ -88,11 +124,17 @@ def cut_samples(dialogue: Dialogue) -> list[Sample]:
     for i, turn in enumerate(turns):
         if not isinstance(turn, ApiRecord):
             continue
-        samples.append(ApiCallSample(dialogue.level, dialogue.id, 2 * k, tuple(turns[:i]), shown, turn))
+        samples.append(
+            ApiCallSample(dialogue.level, dialogue.id, 2 * k, tuple(turns[:i]), shown, turn, needed_api=_needed(turns, i))
+        )
         if i + 1 < len(turns):
             nxt, hist = turns[i + 1], tuple(turns[: i + 1])
             if isinstance(nxt, ApiRecord):
-                samples.append(ApiCallSample(dialogue.level, dialogue.id, 2 * k + 1, hist, shown, nxt, duplicate=True))
+                samples.append(
+                    ApiCallSample(
+                        dialogue.level, dialogue.id, 2 * k + 1, hist, shown, nxt, duplicate=True, needed_api=_needed(turns, i + 1)
+                    )
+                )
             elif nxt.role == "AI":
                 samples.append(ResponseSample(dialogue.level, dialogue.id, 2 * k + 1, hist, names, nxt.text))
         k += 1
@@ -104,7 +146,10 @@ def cut_level3_samples(item: Level3Item) -> list[Sample]:
     requirement = item.requirement.strip()
     shown = ("ToolSearcher",)
     out: list[Sample] = [
-        ApiCallSample(3, str(item.id), j, tuple(item.steps[:j]), shown, step, requirement=requirement)
+        ApiCallSample(
+            3, str(item.id), j, tuple(item.steps[:j]), shown, step, requirement=requirement,
+            needed_api=_needed(item.steps, j),
+        )
         for j, step in enumerate(item.steps)
     ]
     out.append(

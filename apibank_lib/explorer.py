@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.prompts import target_text
 from apibank_lib.runs import JudgmentRecord, PredictionRecord, RunFolder
-from apibank_lib.scoring import score_run
+from apibank_lib.scoring import score_run, version_note
 from apibank_lib.taxonomy import ErrorCategory
 from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample, Sample, Turn, Utterance
 
@@ -80,6 +81,9 @@ class LoadedRun:
 def load_run(run_dir: str | Path | RunFolder, bench: Benchmark) -> LoadedRun:
     """Read a run folder's predictions and judgments, scoring it first when it has not been scored yet.
 
+    A folder scored under another version of its protocol is shown as it was scored, with a warning naming both
+    versions (:func:`apibank_lib.scoring.version_note`); it is scored again only when asked (``apibank score --rescore``).
+
     Args:
         run_dir: the run folder.
         bench: the benchmark the run was made on.
@@ -96,6 +100,9 @@ def load_run(run_dir: str | Path | RunFolder, bench: Benchmark) -> LoadedRun:
     except ConfigError:  # not scored yet: scoring needs no model, only the folder and the data
         score_run(folder.path, bench=bench)
         judgments = folder.read_judgments()
+    else:
+        if (note := version_note(folder)) is not None:  # shown as scored; never scored again by reading
+            warnings.warn(note, stacklevel=2)
     return LoadedRun(
         folder,
         f"{info.model} · {info.protocol}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from apibank_lib.calls import format_call, looks_like_call_attempt, parse_first_call
@@ -27,11 +28,14 @@ from apibank_lib.errors import (
     UnknownToolError,
 )
 from apibank_lib.prompts import target_text
-from apibank_lib.protocols import V2, GradingProtocol, StatePolicy
+from apibank_lib.datasets import SEARCH_API
+from apibank_lib.errata import AppliedErratum, Errata, ErrataReport, errata_dir, load_errata, verify
+from apibank_lib.protocols import SEARCH_BY_NEED, V2, GradingProtocol, StatePolicy
 from apibank_lib.replies import REPLY_METRICS, score_reply
 from apibank_lib.sandbox import Sandbox, json_copy
 from apibank_lib.taxonomy import ErrorCategory, Observation, classify
 from apibank_lib.toolcalls import ParsedAnswer
+from apibank_lib.tools.searcher import retrieved_names
 from apibank_lib.types import ApiCall, ApiCallSample, Episode, ResponseSample
 
 __all__ = ["Judgment", "EpisodeJudgment", "Grader", "replay"]
@@ -48,6 +52,8 @@ class Judgment:
         call: the parsed predicted call, if any (as it ran: search keywords rewritten).
         result: the predicted call's result envelope, if it ran.
         notes: anything else worth knowing (e.g. a gold call that failed during state replay).
+        excluded: why the sample is left out of scoring (an erratum of the data); the verdict is kept to be read.
+        erratum: the id of the erratum applied to the sample's gold, if any.
     """
 
     correct: bool
@@ -56,6 +62,8 @@ class Judgment:
     call: ApiCall | None = None
     result: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    excluded: str | None = None
+    erratum: str | None = None
 
     @property
     def call_text(self) -> str | None:
@@ -99,10 +107,15 @@ class Grader:
         bench: the loaded benchmark (its databases, tool metadata and dialogues).
         protocol: a :class:`~apibank_lib.protocols.GradingProtocol` (default :data:`~apibank_lib.protocols.V2`).
         searcher: what ToolSearcher searches with (see :class:`~apibank_lib.sandbox.Sandbox`);
-            None for the default embedding search.
+            None for the protocol's retriever.
+        errata: the errata applied when the protocol applies errata: an :class:`~apibank_lib.errata.Errata`, the
+            path of an errata file, or None for the data's own (``data/errata/api-bank.yaml`` for an official
+            release, ``bundled.yaml`` for ours); each entry applies only when its check holds on ``bench``.
     """
 
-    def __init__(self, bench: Benchmark, protocol: GradingProtocol = V2, *, searcher: Any = None) -> None:
+    def __init__(
+        self, bench: Benchmark, protocol: GradingProtocol = V2, *, searcher: Any = None, errata: Errata | str | Path | None = None
+    ) -> None:
         if not isinstance(protocol, GradingProtocol):
             raise ConfigError(
                 f"a Grader takes a GradingProtocol (e.g. apibank_lib.V2), not {protocol!r}; get_protocol(name) finds one by name"
@@ -110,10 +123,36 @@ class Grader:
         self.bench = bench
         self.protocol = protocol
         self.searcher = searcher
+        self._errata_source = errata
+        self._errata: ErrataReport | None = None
         self._shared: dict[int, Sandbox] = {}
 
     def __repr__(self) -> str:
         return f"<Grader {self.protocol.name} on {self.bench.name} data ({self.bench.fingerprint})>"
+
+    # --- errata ---------------------------------------------------------------------------------
+
+    @property
+    def errata(self) -> ErrataReport | None:
+        """The data's errata as verified on this benchmark (None when the protocol applies none, or there is no
+        errata file for the data)."""
+        if not self.protocol.errata:
+            return None
+        if self._errata is None:
+            source = self._errata_source
+            if source is None:
+                source = errata_dir() / ("api-bank.yaml" if self.bench.official else "bundled.yaml")
+                if not source.is_file():
+                    return None
+            errata = source if isinstance(source, Errata) else load_errata(source)
+            samples = [s for lv in (1, 2, 3) for s in self.bench.samples(lv, "api") if isinstance(s, ApiCallSample)]
+            self._errata = verify(errata, samples, self.sandbox_for)
+        return self._errata
+
+    def errata_summary(self) -> dict[str, Any] | None:
+        """What results record of the errata: the file and version, what applied, what did not and why."""
+        report = self.errata
+        return report.summary() if report is not None else None
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -192,8 +231,28 @@ class Grader:
             attempted: the answer tried to call an API in some form (no call read).
             notes: notes so far, extended here.
         """
+        applied = self.errata.for_sample(sample.key) if self.errata is not None else None
+        judgment = self._judge_call(sample, call, parse_error, attempted, notes if notes is not None else [], applied)
+        if applied is not None:
+            judgment.erratum = applied.erratum.id
+            if applied.erratum.decision == "exclude":
+                judgment.excluded = f"erratum {applied.erratum.id} ({applied.erratum.defect}): {applied.erratum.reason}"
+            else:
+                judgment.notes.append(f"gold corrected by erratum {applied.erratum.id}: {applied.erratum.correction}")
+        return judgment
+
+    def _judge_call(
+        self,
+        sample: ApiCallSample,
+        call: ApiCall | None,
+        parse_error: str | None,
+        attempted: bool,
+        notes: list[str],
+        applied: AppliedErratum | None,
+    ) -> Judgment:
         gold_name, gold_result = sample.gold.api_name, sample.gold.result
-        notes = notes if notes is not None else []
+        if applied is not None and applied.corrected_result is not None:
+            gold_result = applied.corrected_result
         if call is None:
             obs = Observation(found_call=False, attempted_call=attempted, parse_failed=parse_error is not None)
             return Judgment(False, classify(obs), parse_error or "no API call found", None, None, notes)
@@ -218,7 +277,10 @@ class Grader:
         except ToolError as exc:
             obs = Observation(found_call=True, name_matches=name_ok, tool_broke=True)
             return Judgment(False, classify(obs), str(exc), call, None, notes)
-        correct, crash, reason = self.check_result(box, gold_name, result, gold_result)
+        if gold_name == SEARCH_API and self.protocol.search_rule == SEARCH_BY_NEED and sample.needed_api:
+            correct, crash, reason = self.check_search(sample.needed_api, result)
+        else:
+            correct, crash, reason = self.check_result(box, gold_name, result, gold_result)
         obs = Observation(
             found_call=True,
             name_matches=name_ok,
@@ -236,6 +298,21 @@ class Grader:
                 else "result differs from the gold"
             )
         return Judgment(obs.correct, classify(obs), None if obs.correct else reason, call, result, notes)
+
+    @staticmethod
+    def check_search(needed: str, pred: dict[str, Any]) -> tuple[bool, bool, str | None]:
+        """A search judged by the API needed (:data:`~apibank_lib.protocols.SEARCH_BY_NEED`): right when it raised
+        nothing and the API it found is ``needed``: (correct, checker crashed, reason).
+
+        The API a search found is the first one its output lists after the GetUserToken companion that the search
+        tool returns beside an API that takes a token (:func:`~apibank_lib.tools.searcher.retrieved_names`).
+        """
+        if pred.get("exception") is not None:
+            return False, False, f"raised: {pred['exception']}"
+        found = retrieved_names(pred.get("output"))
+        if found[:1] == [needed]:
+            return True, False, None
+        return False, False, f"the search found {found[0] if found else 'nothing'}; the dialogue then calls {needed}"
 
     def check_result(
         self, box: Sandbox, gold_name: str, pred: dict[str, Any], gold: dict[str, Any]
@@ -316,6 +393,7 @@ def replay(
     *,
     levels: Iterable[int] = (1, 2, 3),
     searcher: Any = None,
+    errata: Errata | str | Path | None = None,
     progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
 ) -> dict[str, Any]:
     """Judge every gold call of a benchmark as if a model had predicted it verbatim.
@@ -323,27 +401,41 @@ def replay(
     Each API-call sample's prediction is its :func:`~apibank_lib.prompts.target_text`
     (``API-Request: [Name(key='value', ...)]``), so a perfect model's ceiling under
     the protocol is measured, and any failure is a defect of the data, of the
-    tools, or of the protocol.
+    tools, or of the protocol. Under a protocol that applies errata, the samples an
+    erratum excludes are listed apart and counted in neither figure; corrected ones
+    are judged against their corrected gold and listed too.
 
     Returns:
-        ``{"protocol", "data", "data_fingerprint", "levels": {"1": {"samples",
-        "samples_correct", "gold_calls", "correct", "failures": [...]}, ...}}``;
-        ``gold_calls`` and ``correct`` count distinct gold calls (duplicate samples excluded).
+        ``{"protocol", "protocol_version", "data", "data_fingerprint", "errata", "levels": {"1": {"samples",
+        "samples_correct", "gold_calls", "correct", "failures": [...], "excluded": [...], "corrected": [...]},
+        ...}}``; ``gold_calls`` and ``correct`` count distinct gold calls (duplicate samples excluded);
+        ``errata`` is None when the protocol applies none.
     """
-    grader = Grader(bench, protocol, searcher=searcher)
+    grader = Grader(bench, protocol, searcher=searcher, errata=errata)
     out: dict[str, Any] = {
         "protocol": protocol.name,
+        "protocol_version": protocol.version,
         "data": str(bench.root),
         "data_fingerprint": bench.fingerprint,
+        "errata": grader.errata_summary(),
         "levels": {},
     }
     for level in levels:
         samples = [s for s in bench.samples(level, "api") if isinstance(s, ApiCallSample)]
         it: Iterable[ApiCallSample] = progress(samples) if progress else samples
-        n_ok = n_calls = n_calls_ok = 0
+        n_ok = n_samples = n_calls = n_calls_ok = 0
         failures: list[dict[str, Any]] = []
+        excluded: list[dict[str, Any]] = []
+        corrected: list[dict[str, Any]] = []
         for s in it:
             j = grader.judge_api(s, target_text(s))
+            entry = {"dialogue": s.dialogue_id, "sample_id": s.sample_id, "api_name": s.gold.api_name, "duplicate": s.duplicate}
+            if j.excluded is not None:
+                excluded.append({**entry, "erratum": j.erratum, "reason": j.excluded, "correct": j.correct})
+                continue
+            if j.erratum is not None:
+                corrected.append({**entry, "erratum": j.erratum, "correct": j.correct})
+            n_samples += 1
             n_ok += j.correct
             if not s.duplicate:
                 n_calls += 1
@@ -351,20 +443,19 @@ def replay(
             if not j.correct:
                 failures.append(
                     {
-                        "dialogue": s.dialogue_id,
-                        "sample_id": s.sample_id,
-                        "api_name": s.gold.api_name,
-                        "duplicate": s.duplicate,
+                        **entry,
                         "category": j.category.value if j.category else None,
                         "reason": j.reason,
                         "notes": j.notes,
                     }
                 )
         out["levels"][str(level)] = {
-            "samples": len(samples),
+            "samples": n_samples,
             "samples_correct": n_ok,
             "gold_calls": n_calls,
             "correct": n_calls_ok,
             "failures": failures,
+            "excluded": excluded,
+            "corrected": corrected,
         }
     return out

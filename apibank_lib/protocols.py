@@ -16,8 +16,15 @@ Two protocols exist, and every result records which one produced it:
   parameters accepted), fresh state per sample *after replaying the sample's
   earlier gold calls* (random identifiers adopted from the recording),
   corrected checkers where the original has a documented bug, ToolSearcher
-  keywords with CamelCase words split into words, and replies scored with the
-  ``rouge-score`` package (stemming off) after a leading ``AI:`` is removed.
+  keywords with CamelCase words split into words, replies scored with the
+  ``rouge-score`` package (stemming off) after a leading ``AI:`` is removed, a
+  search judged by whether it found the API the dialogue then calls
+  (:func:`apibank_lib.datasets.needed_api`) rather than by the recorded search
+  output, and the data's errata applied (:mod:`apibank_lib.errata`).
+
+Each protocol has a :attr:`~GradingProtocol.version`, recorded in every
+``metrics.json`` and judgment; ``docs/protocols.md`` is the changelog. A change
+of what a protocol judges right is a new version, never a change in place.
 
 A third protocol is a new :class:`GradingProtocol` instance (``dataclasses.replace``
 of an existing one, or new functions for the fields that change) plus, at most,
@@ -43,6 +50,9 @@ from apibank_lib.types import ApiCall
 
 __all__ = [
     "GradingProtocol",
+    "LEGACY_VERSIONS",
+    "SEARCH_BY_NEED",
+    "SEARCH_BY_OUTPUT",
     "StatePolicy",
     "PAPER",
     "V2",
@@ -65,6 +75,16 @@ class StatePolicy(str, Enum):
     SHARED = "shared"
     """One state for every sample of the level, in dataset order; every predicted call changes it."""
 
+
+SEARCH_BY_OUTPUT = "output"
+"""A search is judged against the gold search's recorded output (the original evaluator's rule)."""
+
+SEARCH_BY_NEED = "needed"
+"""A search is judged by whether the API it found is the API the dialogue calls next for that need
+(:func:`apibank_lib.datasets.needed_api`); where the data gives no such call, by the recorded output."""
+
+LEGACY_VERSIONS = {"v2": "v2.0", "paper": "paper-1"}
+"""The version of results that recorded only a protocol's name (scored before versions were recorded)."""
 
 ParseOutcome = tuple[ApiCall | None, str | None]
 """A parser's verdict on a prediction: (the call, or None; why it could not be parsed, or None)."""
@@ -119,6 +139,8 @@ class GradingProtocol:
 
     Attributes:
         name: the name results record (``paper``, ``v2``).
+        version: what exactly it judges, as results record it (``v2.1``): a new version whenever what is judged
+            right changes (see ``docs/protocols.md``); results scored under another version say so when loaded.
         summary: one line for tables and ``--help``.
         parse: how a prediction's text becomes a call: ``text -> (call | None, parse error | None)``.
         conversion: how call arguments are checked and converted before a tool runs.
@@ -133,9 +155,13 @@ class GradingProtocol:
         release_prompts: send an official release's own rendered prompts where it ships them.
         retriever: what ToolSearcher searches with unless a run names another
             (a name of :data:`apibank_lib.retrievers.RETRIEVERS`).
+        search_rule: how a ToolSearcher step is judged: :data:`SEARCH_BY_OUTPUT` or :data:`SEARCH_BY_NEED`.
+        errata: apply the data's errata (:mod:`apibank_lib.errata`): records excluded or corrected, each only when
+            its check holds on the data loaded.
     """
 
     name: str
+    version: str
     summary: str
     parse: Callable[[str], ParseOutcome]
     conversion: ArgumentConversion
@@ -147,9 +173,11 @@ class GradingProtocol:
     reply_metric: ReplyMetric
     release_prompts: bool
     retriever: str
+    search_rule: str = SEARCH_BY_OUTPUT
+    errata: bool = False
 
     def __repr__(self) -> str:
-        return f"<GradingProtocol {self.name}: {self.summary}>"
+        return f"<GradingProtocol {self.version}: {self.summary}>"
 
     def state_for(self, level: int) -> StatePolicy:
         """The state policy of a level."""
@@ -164,6 +192,7 @@ class GradingProtocol:
 
 PAPER = GradingProtocol(
     name="paper",
+    version="paper-1",
     summary="the original evaluator, quirks included (numbers compare with the paper)",
     parse=_parse_original,
     conversion=ORIGINAL_CONVERSION,
@@ -175,11 +204,14 @@ PAPER = GradingProtocol(
     reply_metric=ROUGE_PACKAGE,
     release_prompts=True,
     retriever="embedding",  # the original's recipe: cosine over the split name and description
+    search_rule=SEARCH_BY_OUTPUT,
+    errata=False,  # the original judged the release as it is
 )
 
 V2 = GradingProtocol(
     name="v2",
-    summary="ours: typed parsing, dialogue state replayed, documented checker bugs fixed",
+    version="v2.1",
+    summary="ours: typed parsing, dialogue state replayed, documented checker bugs fixed, searches judged by the API needed, errata applied",
     parse=_parse_strict,
     conversion=TYPED_CONVERSION,
     level12_state=StatePolicy.REPLAY,
@@ -190,6 +222,8 @@ V2 = GradingProtocol(
     reply_metric=ROUGE_SCORE_PACKAGE,
     release_prompts=False,
     retriever="enriched",  # example phrasings and action agreement: see apibank_lib.retrievers
+    search_rule=SEARCH_BY_NEED,
+    errata=True,
 )
 
 PROTOCOLS: dict[str, GradingProtocol] = {p.name: p for p in (V2, PAPER)}

@@ -414,7 +414,7 @@ def accuracy_by_retriever(
             grader = Grader(bench, get_protocol(info.protocol), searcher=name)
             judgments = judge_predictions(bench, grader, kept, info.prompt_mode)  # chat answers read as tool calls
             for level in levels:
-                part = [j for j in judgments if j.level == level]
+                part = [j for j in judgments if j.level == level and j.excluded is None]  # errata: as scoring
                 if not part:
                     continue
                 hits = [float(bool(j.correct)) for j in part]

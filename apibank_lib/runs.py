@@ -382,6 +382,10 @@ class JudgmentRecord(_ItemRecord):
         call_format: chat mode: the format the answer's calls were written in (``hermes``, ``openai`` ...).
         n_calls: chat mode: how many calls the answer held (the first is graded).
         empty: the model generated nothing (zero tokens: it ended its turn at once); also said in ``notes``.
+        protocol_version: the grading protocol's version that judged it (``v2.1``).
+        excluded: why the sample is left out of scoring (an erratum of the data, :mod:`apibank_lib.errata`);
+            an excluded sample counts in no accuracy.
+        erratum: the erratum applied to the sample's gold (excluded or corrected), by id.
     """
 
     gold_api: str | None = None
@@ -404,6 +408,9 @@ class JudgmentRecord(_ItemRecord):
     call_format: str | None = None
     n_calls: int | None = None
     empty: bool = False
+    protocol_version: str | None = None
+    excluded: str | None = None
+    erratum: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgmentRecord:

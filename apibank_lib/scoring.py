@@ -9,7 +9,8 @@ Nothing here queries a model. :func:`score_run` reads the folder
    :class:`~apibank_lib.runs.JudgmentRecord`. A sample whose backend call failed
    counts as wrong (and is counted apart).
 2. :func:`aggregate`: API-call accuracy (correct / samples, duplicate samples
-   included, as in the paper), ROUGE-L of replies and the episode success rate
+   included, as in the paper; samples an erratum of the data excludes are
+   counted apart), ROUGE-L of replies and the episode success rate
    per level; the overall figures are micro averages over every scored sample;
    coverage says how much of what the run's settings ask for was answered.
 3. ``judgments.jsonl`` and ``metrics.json`` are written.
@@ -24,15 +25,43 @@ from typing import Any
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.grading import Grader
-from apibank_lib.protocols import get_protocol
+from apibank_lib.protocols import LEGACY_VERSIONS, get_protocol
 from apibank_lib.runs import JudgmentRecord, Predictions, RunFolder, RunInfo, plan
 from apibank_lib.taxonomy import PAPER_LABEL
 from apibank_lib.tools.searcher import ToolSearcher
 from apibank_lib.types import ApiCallSample, Episode, Sample
 
-__all__ = ["score_run", "judge_predictions", "aggregate", "coverage"]
+__all__ = ["OtherVersion", "score_run", "judge_predictions", "aggregate", "coverage", "scored_version", "version_note"]
 
 TOTAL_NOTE = "overall = micro average over all scored samples (the paper does not state how its Total is aggregated)"
+
+
+class OtherVersion(ConfigError):
+    """A run folder holds scores of another version of its protocol; scoring it again is asked for explicitly."""
+
+
+def scored_version(metrics: dict[str, Any]) -> str:
+    """The protocol version a ``metrics.json`` was scored under (results from before versions were recorded carry
+    only the protocol's name: :data:`~apibank_lib.protocols.LEGACY_VERSIONS`)."""
+    name = str(metrics.get("protocol", ""))
+    return str(metrics.get("protocol_version") or LEGACY_VERSIONS.get(name, name))
+
+
+def version_note(folder: RunFolder, metrics: dict[str, Any] | None = None) -> str | None:
+    """What to say when a run folder was scored under another version of its protocol than today's (None when it
+    was not, or is not scored yet)."""
+    if metrics is None:
+        if not folder.metrics_path.is_file():
+            return None
+        metrics = folder.read_metrics()
+    current = get_protocol(folder.read_info().protocol).version
+    old = scored_version(metrics)
+    if old == current:
+        return None
+    return (
+        f"{folder.path.name} was scored under {old}; the protocol is now {current}. Its figures are {old}'s: "
+        f"score it again to get {current}'s (`apibank score {folder.path} --rescore`, or rescore=True)"
+    )
 
 
 def judge_predictions(
@@ -62,6 +91,7 @@ def judge_predictions(
                 item.sample_id,
                 item.duplicate,
                 backend_error=rec.error,
+                protocol_version=grader.protocol.version,
             )
             if isinstance(item, Episode):
                 base.retriever = searcher_name
@@ -91,6 +121,7 @@ def judge_predictions(
                     j.result,
                     j.notes,
                 )
+                base.excluded, base.erratum = j.excluded, j.erratum
                 if j.category is not None:
                     base.category, base.paper_category = j.category.value, PAPER_LABEL[j.category].value
                 if base.gold_api == ToolSearcher.name or (j.call is not None and j.call.name == ToolSearcher.name):
@@ -155,10 +186,12 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
         mine = [j for j in judgments if j.level == level]
         if not mine:
             continue
-        api = [j for j in mine if j.kind == "api"]
+        api = [j for j in mine if j.kind == "api" and j.excluded is None]
         replies = [j for j in mine if j.kind == "response"]
         episodes = [j for j in mine if j.kind == "episode"]
         entry: dict[str, Any] = {
+            "excluded_by_errata": sum(1 for j in mine if j.excluded is not None),
+            "corrected_by_errata": sum(1 for j in mine if j.erratum is not None and j.excluded is None),
             "api_samples": len(api),
             "api_correct": sum(1 for j in api if j.correct),
             "api_accuracy": _ratio(sum(1 for j in api if j.correct), len(api)),
@@ -185,6 +218,8 @@ def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
         "rouge_l_by_metric": _rouge_by_metric(replies),
         "backend_errors": sum(v["backend_errors"] for v in levels.values()),
         "empty_answers": sum(v["empty_answers"] for v in levels.values()),
+        "excluded_by_errata": sum(v["excluded_by_errata"] for v in levels.values()),
+        "corrected_by_errata": sum(v["corrected_by_errata"] for v in levels.values()),
         "note": TOTAL_NOTE,
     }
     return {"levels": levels, "overall": overall}
@@ -197,6 +232,7 @@ def score_run(
     data: str | Path | None = None,
     write: bool = True,
     retriever: str | None = None,
+    rescore: bool = False,
 ) -> dict[str, Any]:
     """Score a run folder under its own protocol; also writes ``metrics.json`` and ``judgments.jsonl``.
 
@@ -207,17 +243,23 @@ def score_run(
         write: write ``judgments.jsonl`` and ``metrics.json``.
         retriever: grade ToolSearcher steps with this retriever (default: the run's, see
             :attr:`RunInfo.retriever`). Level-3 episodes that ran with a named retriever are graded with it only.
+        rescore: replace scores of another version of the protocol (otherwise such a folder is refused, so that
+            a figure never changes meaning without being asked: :class:`OtherVersion`).
 
     Returns:
         ``{"model", "protocol", "data_fingerprint", "levels": {...}, "overall": {...}, "coverage": {...}, "partial"}``.
 
     Raises:
+        OtherVersion: the folder holds scores of another protocol version and ``rescore`` is False (with ``write``).
         ConfigError: not a run folder, or the data differs from the run's (fingerprint).
         DataError: the data cannot be loaded.
     """
     folder = RunFolder(run_dir)
     info = folder.read_info()
     protocol = get_protocol(info.protocol)
+    note = version_note(folder)
+    if write and not rescore and note is not None:
+        raise OtherVersion(note)
     if bench is None:
         root = data if data is not None else info.data
         if not Path(root).is_dir():
@@ -243,8 +285,10 @@ def score_run(
         "model": info.model,
         "prompt_mode": info.prompt_mode,
         "protocol": protocol.name,
+        "protocol_version": protocol.version,
         "reply_metric": protocol.reply_metric.name,
         "retriever": grading_retriever,
+        "errata": grader.errata_summary(),
         "data_fingerprint": bench.fingerprint,
         **aggregate(judgments),
         "coverage": cov,

@@ -280,11 +280,14 @@ class ApiCallSample(_SampleBase):
         duplicate: True for the extra sample the original cutter makes when two
             API records are adjacent.
         requirement: the level-3 requirement (level 3 only).
+        needed_api: for a ToolSearcher gold, the API the dialogue calls for the need the search serves
+            (:func:`apibank_lib.datasets.needed_api`; None when no call follows it, and for other golds).
     """
 
     gold: ApiRecord
     duplicate: bool = False
     requirement: str | None = None
+    needed_api: str | None = None
 
     kind: ClassVar[Task] = "api"
 

@@ -72,13 +72,18 @@ class ValidationReport:
         root: the data root.
         official: True for an official release (only format and replay are checked).
         problems: what makes the data invalid (empty when it is valid).
-        defects: gold calls of an official release that ``v2`` judges wrong (its own data defects).
+        defects: gold calls of an official release that ``v2`` judges wrong (its own data defects) and no
+            erratum excludes.
+        errata: the data's errata as verified on it, one row per entry (:meth:`ErrataReport.rows`).
+        errata_label: the errata file and version applied (``api-bank@1``); None when there is none.
     """
 
     root: str
     official: bool
     problems: list[Problem] = field(default_factory=list)
     defects: list[Problem] = field(default_factory=list)
+    errata: list[dict[str, Any]] = field(default_factory=list)
+    errata_label: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -136,12 +141,13 @@ def _paper_explanation(bench: Benchmark, pristine: Grader, alone: Grader, sample
     return None
 
 
-def _gold_call_problems(bench: Benchmark, loc: _Locator, searcher: Any) -> tuple[list[Problem], list[Problem]]:
-    """(problems, data defects) of every distinct gold call.
+def _gold_call_problems(bench: Benchmark, loc: _Locator, searcher: Any) -> tuple[list[Problem], list[Problem], Grader]:
+    """(problems, data defects) of every distinct gold call, and the ``v2`` grader (with its errata).
 
     A gold call that cannot reach its tool is a problem. One that ``v2`` judges
     wrong is a data defect in an official release and a problem in our own
-    benchmark, where ``paper``'s verdicts must be explained too.
+    benchmark, where ``paper``'s verdicts must be explained too. A record an erratum
+    excludes is neither: the errata report lists it.
     """
     grader = Grader(bench, V2, searcher=searcher)
     paper = Grader(bench, PAPER, searcher=searcher)
@@ -165,7 +171,7 @@ def _gold_call_problems(bench: Benchmark, loc: _Locator, searcher: Any) -> tuple
             if result.get("exception") is not None:
                 problems.append(Problem(path_, line, f"gold call {name} records an exception: {result['exception']}"))
             j = grader.judge_api(s, target_text(s))
-            if not j.correct:
+            if not j.correct and j.excluded is None:
                 (defects if bench.official else problems).append(
                     Problem(path_, line, f"gold call {name} is judged wrong under v2: {j.reason}")
                 )
@@ -182,7 +188,7 @@ def _gold_call_problems(bench: Benchmark, loc: _Locator, searcher: Any) -> tuple
                         f"gold call {name} is judged wrong under paper for no known protocol reason: {pj.reason}",
                     )
                 )
-    return problems, defects
+    return problems, defects, grader
 
 
 def validate(
@@ -204,13 +210,15 @@ def validate(
         message = str(exc).split(": ", 1)[-1] if exc.path else str(exc)
         return ValidationReport(str(root), official, [Problem(str(exc.path or root), exc.line, message)])
     loc = _Locator(bench)
-    problems, defects = _gold_call_problems(bench, loc, searcher)
+    problems, defects, grader = _gold_call_problems(bench, loc, searcher)
+    errata = grader.errata
+    rows, label = (errata.rows(), errata.errata.label) if errata is not None else ([], None)
     if bench.official:
-        return ValidationReport(str(root), True, problems, defects)
+        return ValidationReport(str(root), True, problems, defects, rows, label)
     problems += _duplicates(bench, root)
     problems += _coverage(bench, root, loc, min_uses)
     problems += _tokens_and_dates(bench, loc, year)
-    return ValidationReport(str(root), False, problems)
+    return ValidationReport(str(root), False, problems, [], rows, label)
 
 
 def _duplicates(bench: Benchmark, root: Path) -> list[Problem]:

@@ -107,7 +107,9 @@ def run_models(
         result = run(config, bench=bench, progress=progress)
         folder = RunFolder(result.path)
         if result.answered or result.failed or not folder.judgments_path.is_file():
-            score_run(folder.path, bench=bench)  # a run resumed with nothing new keeps its judgments
+            # New answers: the whole run is scored under today's protocol. A run resumed with nothing new keeps its
+            # judgments (loading it says so when they are of another protocol version).
+            score_run(folder.path, bench=bench, rescore=True)
         folders.append(folder)
         rows.append(
             {
