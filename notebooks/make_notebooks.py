@@ -204,7 +204,8 @@ each; and the step funnel: how far each gold call gets, from retrieving the righ
 ## Where the gain comes from: base against fine-tuned
 
 The instruct 0.5B zero-shot and the small Lynx v2 (its LoRA on our corpus) on the same level-1 API-call samples
-(`CALL_LIMIT`; `apibank reproduce --full` answers all of them, in the run folders notebook 05 uses): their errors,
+(`CALL_LIMIT`; `apibank reproduce --only 04 05 --param CALL_LIMIT=None` answers all of them, in the run folders
+notebook 05 uses): their errors,
 how far their calls get, and their accuracy by how much of each gold API our training corpus has seen. No benchmark
 API name occurs in the corpus, by construction, so the groups differ in how many of the API's parameter names the
 corpus's APIs share.
@@ -247,7 +248,8 @@ loss curve; `RETRAIN = True` trains the three again first (about 80 + 21 + 14 mi
 notebook's defaults (at 270M parameters neither training set taught enough to compare them); they stay shipped, and
 adding them to `COMPARED` brings their rows back.
 
-`CALL_LIMIT = None` answers every level-1 API-call sample; replies (for ROUGE-L) are limited apart by `REPLY_LIMIT`.
+`CALL_LIMIT = None` answers every level-1 API-call sample (`apibank reproduce --only 05 --param CALL_LIMIT=None`);
+replies (for ROUGE-L) are limited apart by `REPLY_LIMIT`.
 `TOOLALPACA_EVAL` takes ToolAlpaca's own evaluation files (`eval_simulated.json`, `eval_real.json`; not part of this
 repository), converts them and judges the same models on them by function and arguments.
 """),
