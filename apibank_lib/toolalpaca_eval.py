@@ -3,8 +3,28 @@
 ToolAlpaca's evaluation files (``eval_simulated.json``, ``eval_real.json``) are not part of API-Bank and are
 not in this repository: a user supplies them. Converted, each gold step of an instruction is a level-1 API-call
 sample whose prompt describes the functions of that instruction's API entry, and whose answer is judged by
-:func:`~apibank_lib.formats.toolalpaca.gold_matches` (same function, same arguments). The APIs are never
+:func:`~apibank_lib.formats.toolalpaca.judge_call` (same function, same arguments). The APIs are never
 executed (ToolAlpaca's are real web services), so a judgment is about the call alone.
+
+A gold argument ToolAlpaca writes as a reference to an earlier step's result (``${animeId from searchAnime}``,
+a :class:`~apibank_lib.formats.toolalpaca.StepReference`) is judged by one of two rules, recorded per argument
+in :attr:`ToolAlpacaJudgment.reference_rules` (argument path -> rule):
+
+* ``"value"``: the sample's own gold record holds the value, i.e. the referred earlier step in the sample's
+  history has an output (only when the evaluation file ships solution records, ``Instances``, that line up with
+  the instruction) and that output holds the field (the top-level key, else the first key of that name in a
+  depth-first walk, each object's own keys first). The prediction must equal that value (scalars by their text),
+  or, for a reference inside a longer string (``"https://x/${slug from listItems}"``), that string with the
+  value put in.
+* ``"name only"``: there is no such value (plain ``Golden_Answers`` carry no observations; an unresolved
+  reference names no earlier step). The argument must be present and non-empty (not null, not blank, not an
+  empty list or object); inside a longer string, the prediction must start and end with the string's own text
+  around the reference and have non-blank text in its place.
+
+Every other argument must equal the gold's. Where there is a value, the model's prompt shows it too: the
+history's earlier steps then carry their observations and the referred value in place of the reference; otherwise
+they show the placeholder text, ``${FIELD from STEP}``, as does the gold call's text (``gold``, and the digest
+that identifies the converted file).
 
 A sample is rendered exactly as a benchmark sample is (:func:`~apibank_lib.prompts.build_prompt`, and
 :func:`~apibank_lib.chat.build_chat` in chat mode), with the entry's functions in place of a tool set, and the
@@ -19,14 +39,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from apibank_lib.backends.base import Backend
 from apibank_lib.calls import format_call
 from apibank_lib.errors import ConfigError, DataError
-from apibank_lib.formats.toolalpaca import ConversionResult, gold_matches
+from apibank_lib.formats.toolalpaca import ConversionResult, display_call, judge_call
 from apibank_lib.runner import request_for
 from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.toolcalls import parse_tool_calls
@@ -47,7 +67,7 @@ class ToolAlpacaJudgment:
         key: the sample's key (``L1/api/<API>-<instruction index>/<step>``), unique within a converted file.
         dialogue_id: the instruction it belongs to (the cluster of intervals and paired tests).
         api: the ToolAlpaca API entry.
-        gold: the gold call, as text.
+        gold: the gold call, as text (a step reference as its placeholder text).
         predicted: the first call read from the answer, as text; None when there was none.
         correct: the predicted call has the gold's function and arguments.
         output: the model's raw answer text.
@@ -55,6 +75,9 @@ class ToolAlpacaJudgment:
         failed: the backend did not answer; such a sample is asked again when the evaluation resumes and is left
             out of accuracies.
         prompt_tokens, completion_tokens: token usage when the backend reports it.
+        reference_rules: per gold argument that refers to an earlier step's result (its path: ``bookId``,
+            ``filter.id``, ``ids[0]``), the rule it was judged by: ``"value"`` or ``"name only"``. Empty when
+            no argument refers (and in answers files written before it was recorded).
     """
 
     key: str
@@ -68,6 +91,7 @@ class ToolAlpacaJudgment:
     failed: bool = False
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reference_rules: dict[str, str] = field(default_factory=dict)
 
 
 def _catalogs(result: ConversionResult) -> dict[str, SchemaCatalog]:
@@ -75,11 +99,15 @@ def _catalogs(result: ConversionResult) -> dict[str, SchemaCatalog]:
     return {g.name: SchemaCatalog({f.name: f for f in g.functions}) for g in result.apis}
 
 
+def _gold_text(sample: ApiCallSample) -> str:
+    return format_call(display_call(sample.gold))
+
+
 def _source_digest(result: ConversionResult) -> str:
     """A short hash of the converted samples (what was asked and what is gold), the file's identity."""
     h = hashlib.sha256()
     for s in result.samples:
-        h.update(json.dumps([s.key, s.api_names, format_call(s.gold.call)], ensure_ascii=False, default=str).encode())
+        h.update(json.dumps([s.key, s.api_names, _gold_text(s)], ensure_ascii=False, default=str).encode())
     return h.hexdigest()[:16]
 
 
@@ -134,9 +162,10 @@ def _judge(sample: ApiCallSample, api: str, text: str, structured: list[dict[str
     error = parsed.failure if call is None else None
     if call is None and error is None:
         error = "no API call found"
+    verdict = judge_call(sample, call)
     return ToolAlpacaJudgment(
-        sample.key, sample.dialogue_id, api, format_call(sample.gold.call), predicted,
-        call is not None and gold_matches(sample, call), text, error, False, *usage,
+        sample.key, sample.dialogue_id, api, _gold_text(sample), predicted, verdict.correct, text, error, False, *usage,
+        reference_rules=verdict.rules,
     )
 
 
@@ -219,7 +248,8 @@ def _answer(
         comp = backend.complete(request)
     except Exception as exc:  # noqa: BLE001 - recorded and asked again on resume, never raised mid-evaluation
         return ToolAlpacaJudgment(
-            sample.key, sample.dialogue_id, api, format_call(sample.gold.call), None, False, "", f"{type(exc).__name__}: {exc}", True
+            sample.key, sample.dialogue_id, api, _gold_text(sample), None, False, "", f"{type(exc).__name__}: {exc}", True,
+            reference_rules=judge_call(sample, None).rules,
         )
     return _judge(sample, api, comp.text, comp.raw_tool_calls, (comp.prompt_tokens, comp.completion_tokens))
 

@@ -1,4 +1,5 @@
-"""ToolAlpaca-format conversion: counts, every drop reason, schemas, the written files, the CLI, errors."""
+"""ToolAlpaca-format conversion: counts, every drop reason, schemas, the written files, the CLI, errors, and
+step references (``${FIELD from STEP}``): parsed, converted, counted and judged."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from apibank_lib.cli import main
 from apibank_lib.datasets import cut_samples
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.formats.toolalpaca import (
+    NAME_RULE,
+    VALUE_RULE,
+    StepReference,
     convert,
     convert_evaluation,
     convert_training,
     gold_matches,
+    judge_call,
+    parse_action_input,
     read_toolalpaca,
     write_converted,
 )
@@ -24,6 +30,8 @@ from apibank_lib.types import ApiCall, ApiRecord, Utterance
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "toolalpaca"
 TRAIN = FIXTURES / "train_small.json"
 EVAL = FIXTURES / "eval_small.json"
+EVAL_REFS = FIXTURES / "eval_references.json"
+TRAIN_REFS = FIXTURES / "train_references.json"
 OUR_SET = Path(__file__).resolve().parents[1] / "data" / "train" / "toolalpaca" / "our_toolalpaca_train.json"
 
 
@@ -240,7 +248,9 @@ def test_the_report_table_lists_every_reason() -> None:
     assert list(table.columns) == ["unit", "measure", "count"]
     row = table[(table["unit"] == "steps") & (table["measure"] == "dropped: documentation_step")]
     assert row["count"].tolist() == [2]
-    assert len(table) == 14
+    assert len(table) == 18
+    refs = table[table["unit"] == "references"]
+    assert refs["measure"].tolist() == ["steps with references", "references", "unresolved", "with a value"]
 
 
 # --- errors --------------------------------------------------------------------------------------
@@ -408,3 +418,234 @@ def test_another_models_answers_file_is_refused_and_failures_are_asked_again(tmp
         evaluate_converted(result, healthy, prompt_mode="paper", out=out, progress=False)
     with pytest.raises(ConfigError, match="training file"):
         evaluate_converted(convert_training(read_toolalpaca(TRAIN)), healthy, progress=False)
+
+
+# --- step references -----------------------------------------------------------------------------
+
+
+def _ref(field: str, step: str, template: str | None = None) -> StepReference:
+    return StepReference(field, step, template)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"bookId": ${bookId from searchBooks}}', {"bookId": _ref("bookId", "searchBooks")}),  # bare
+        ('{"bookId":${bookId from searchBooks},"n":2}', {"bookId": _ref("bookId", "searchBooks"), "n": 2}),
+        ('{"ids": [${bookId from searchBooks}, 7]}', {"ids": [_ref("bookId", "searchBooks"), 7]}),  # bare, in a list
+        ('{"bookId": "${bookId from searchBooks}"}', {"bookId": _ref("bookId", "searchBooks")}),  # quoted
+        ('{"bookId": ${ bookId   from   searchBooks }}', {"bookId": _ref("bookId", "searchBooks")}),  # spaces
+        ('{"bookId": "${bookId FROM searchBooks}"}', {"bookId": _ref("bookId", "searchBooks")}),
+        ('{"bookId": ${bookId from step 1}}', {"bookId": _ref("bookId", "step 1")}),  # a step number
+        ('{"bookId": "${step1.bookId}"}', {"bookId": _ref("bookId", "step1")}),  # dotted
+        ('{"bookId": ${searchBooks.bookId}}', {"bookId": _ref("bookId", "searchBooks")}),
+        (
+            '{"url": "https://shelf.example/b/${slug from searchBooks}?lang=en"}',  # embedded
+            {"url": _ref("slug", "searchBooks", "https://shelf.example/b/{}?lang=en")},
+        ),
+        ('{"q": "{x} ${slug from s}"}', {"q": _ref("slug", "s", "{{x}} {}")}),  # literal braces doubled
+        ('{"note": "a \\"${quoted from s}\\" word"}', {"note": _ref("quoted", "s", 'a "{}" word')}),
+        ('{"f": {"id": ${id from getUser}}}', {"f": {"id": _ref("id", "getUser")}}),  # nested
+        ({"bookId": "${bookId from searchBooks}"}, {"bookId": _ref("bookId", "searchBooks")}),  # already an object
+        ('{"text": "costs ${5}"}', {"text": "costs ${5}"}),  # a quoted ${...} of no known form stays text
+        ('{"query": "Winter"}', {"query": "Winter"}),
+    ],
+)
+def test_references_of_each_form_are_parsed(raw: Any, expected: dict[str, Any]) -> None:
+    assert parse_action_input(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"bookId": ${bookId}}',  # bare, no step named
+        '{"url": "https://x/${slug from a}/${id from b}"}',  # two references in one string
+        "{${key from a}: 1}",  # a reference as a name
+        '{"bookId": ${bookId from searchBooks}',  # not JSON either way
+        "[${bookId from searchBooks}]",  # not an object
+    ],
+)
+def test_placeholders_that_cannot_be_represented_stay_unparsable(raw: str) -> None:
+    assert parse_action_input(raw) is None
+
+
+def test_a_reference_renders_as_its_placeholder_and_fills_its_template() -> None:
+    embedded = _ref("slug", "searchBooks", "{{x}}/b/{}")
+    assert embedded.placeholder == "{x}/b/${slug from searchBooks}" and str(embedded) == embedded.placeholder
+    assert embedded.fill("moss") == "{x}/b/moss" and embedded.fill(7) == "{x}/b/7"
+    assert _ref("id", "getUser").fill({"a": 1}) == {"a": 1}
+
+
+def test_instructions_with_references_are_converted_and_counted() -> None:
+    result = convert_evaluation(read_toolalpaca(EVAL_REFS))
+    counts = result.counts()
+    # only the bare ${bookId} and the string with two references are still dropped as unparsable
+    assert counts["instructions"]["converted"] == 5
+    assert counts["instructions"]["dropped"]["unparsable_action_input"] == 2
+    assert counts["steps"]["dropped"]["unparsable_action_input"] == 2
+    assert counts["references"] == {"steps": 7, "total": 7, "unresolved": 1, "with_value": 2}
+    gold = {s.key: s.gold.args for s in result.samples}
+    assert gold["L1/api/ShelfFinder-0/1"] == {"bookId": StepReference("bookId", "searchBooks", None, 0)}
+    assert gold["L1/api/ShelfFinder-3/2"] == {
+        "url": StepReference("slug", "step1", "https://shelf.example/books/{}?lang=en", 0)
+    }
+    assert gold["L1/api/TideTables-0/1"] == {
+        "portId": StepReference("portId", "findPort", None, 0),
+        "date": "2024-05-01",
+    }
+
+
+def test_a_reference_to_no_earlier_step_is_kept_and_flagged_unresolved() -> None:
+    result = convert_evaluation(read_toolalpaca(EVAL_REFS))
+    sample = next(s for s in result.samples if s.key == "L1/api/ShelfFinder-2/1")
+    ref = sample.gold.args["bookId"]
+    assert isinstance(ref, StepReference) and (ref.step, ref.index, ref.resolved) == ("findBook", None, False)
+    resolved = next(s for s in result.samples if s.key == "L1/api/ShelfFinder-0/1").gold.args["bookId"]
+    assert resolved.resolved and resolved.index == 0
+
+
+def test_history_shows_observations_only_from_solution_records_that_line_up() -> None:
+    samples = {s.key: s for s in convert_evaluation(read_toolalpaca(EVAL_REFS)).samples}
+    # Instances[0] calls the same actions: its observation is the earlier step's output
+    search = samples["L1/api/ShelfFinder-0/1"].history[1]
+    assert search.output["results"][0]["bookId"] == 4411
+    # Instances[1] has a getDetails step the golden answer lacks: look-ups are left out on both sides
+    assert samples["L1/api/ShelfFinder-1/1"].history[1].output == {"results": [{"bookId": 2093, "slug": "salt-roads"}]}
+    # Instances[2] calls other actions (as many), Instances[3] stops a step short: no observation, and a
+    # referring earlier step shows its placeholder
+    assert samples["L1/api/ShelfFinder-2/1"].history[1].output is None
+    lantern = samples["L1/api/ShelfFinder-3/2"].history
+    assert lantern[1].output is None and lantern[2].args == {"bookId": "${bookId from step 1}"}
+    tides = samples["L1/api/TideTables-0/2"].history[2]  # no Instances at all
+    assert tides.args == {"portId": "${portId from findPort}", "date": "2024-05-01"} and tides.output is None
+
+
+def test_a_reference_with_a_gold_value_is_judged_by_value() -> None:
+    samples = {s.key: s for s in convert_evaluation(read_toolalpaca(EVAL_REFS)).samples}
+    book = samples["L1/api/ShelfFinder-0/1"]
+    right = judge_call(book, ApiCall("getBook", {"bookId": "4411"}))
+    assert right.correct and right.rules == {"bookId": VALUE_RULE}
+    assert not judge_call(book, ApiCall("getBook", {"bookId": 4412})).correct
+    assert not judge_call(book, ApiCall("getBook", {})).correct
+    page = samples["L1/api/ShelfFinder-1/1"]  # embedded: the string with the value put in
+    assert judge_call(page, ApiCall("openPage", {"url": "https://shelf.example/reviews/salt-roads"})).rules == {
+        "url": VALUE_RULE
+    }
+    assert gold_matches(page, ApiCall("openPage", {"url": "https://shelf.example/reviews/salt-roads"}))
+    assert not gold_matches(page, ApiCall("openPage", {"url": "https://shelf.example/reviews/winter-orchard"}))
+
+
+def test_a_reference_without_a_gold_value_is_judged_by_name_only() -> None:
+    samples = {s.key: s for s in convert_evaluation(read_toolalpaca(EVAL_REFS)).samples}
+    tides = samples["L1/api/TideTables-0/1"]
+    present = judge_call(tides, ApiCall("getTides", {"portId": "FR-BRE", "date": "2024-05-01"}))
+    assert present.correct and present.rules == {"portId": NAME_RULE}
+    assert not gold_matches(tides, ApiCall("getTides", {"date": "2024-05-01"}))  # missing
+    assert not gold_matches(tides, ApiCall("getTides", {"portId": " ", "date": "2024-05-01"}))  # blank
+    assert not gold_matches(
+        tides, ApiCall("getTides", {"portId": "FR-BRE", "date": "2024-05-02"})
+    )  # the rest still equal
+    chart = samples["L1/api/TideTables-0/2"]  # embedded: the template's own text around a non-blank value
+    assert judge_call(chart, ApiCall("getChart", {"image": "charts/FR-BRE.png"})).rules == {"image": NAME_RULE}
+    assert gold_matches(chart, ApiCall("getChart", {"image": "charts/FR-BRE.png"}))
+    assert not gold_matches(chart, ApiCall("getChart", {"image": "maps/FR-BRE.png"}))
+    assert not gold_matches(chart, ApiCall("getChart", {"image": "charts/.png"}))
+    assert not gold_matches(chart, ApiCall("getChart", {"image": "charts/ .png"}))
+    assert not gold_matches(chart, ApiCall("getChart", {"image": "charts/FR-BRE.jpg"}))
+    unresolved = samples["L1/api/ShelfFinder-2/1"]
+    assert judge_call(unresolved, None) == judge_call(unresolved, ApiCall("getBook", {"bookId": ""}))
+    assert judge_call(unresolved, None).rules == {"bookId": NAME_RULE}
+    assert gold_matches(unresolved, ApiCall("getBook", {"bookId": 77}))
+
+
+def test_training_references_become_values_or_placeholder_text() -> None:
+    result = convert_training(read_toolalpaca(TRAIN_REFS))
+    calls = {d.id: [(r.api_name, r.args) for r in d.api_turns] for d in result.dialogues}
+    assert calls["ShelfFinder-0"][1:] == [  # step 2 counts the getDetails look-up as step 1
+        ("getBook", {"bookId": 4411}),
+        ("openPage", {"url": "https://shelf.example/reviews/winter-orchard"}),
+    ]
+    assert calls["ShelfFinder-1"] == [("getBook", {"bookId": "${bookId from searchBooks}"})]  # no earlier step
+    assert calls["ShelfFinder-2"][1] == ("getBook", {"bookId": "${bookId from searchBooks}"})  # field not found
+    assert calls["ShelfFinder-3"][1] == ("getBook", {"bookId": "${bookId from searchBooks}"})  # the step failed
+    assert calls["ShelfFinder-4"][2] == ("getBook", {"bookId": 4411})  # the nearest earlier search
+    # a null is no value; depth first: the first result's nested key before the second result's own key
+    assert calls["ShelfFinder-5"][1] == ("getBook", {"bookId": 31})
+    assert result.counts()["references"] == {"steps": 7, "total": 7, "unresolved": 1, "with_value": 4}
+
+
+@pytest.mark.parametrize("source", [EVAL_REFS, TRAIN_REFS], ids=["eval", "train"])
+def test_converted_references_are_written_byte_stable(tmp_path: Path, source: Path) -> None:
+    a = write_converted(convert(read_toolalpaca(source)), tmp_path / "a")
+    b = write_converted(convert(read_toolalpaca(source)), tmp_path / "b")
+    assert [p.name for p in a] == [p.name for p in b]
+    for pa, pb in zip(a, b):
+        assert pa.read_bytes() == pb.read_bytes(), pa.name
+    report = json.loads((tmp_path / "a" / "report.json").read_text(encoding="utf-8"))
+    assert report["references"]["total"] == 7
+
+
+def test_a_reference_is_written_as_a_ref_object(tmp_path: Path) -> None:
+    write_converted(convert(read_toolalpaca(EVAL_REFS)), tmp_path)
+    samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    chart = next(s for s in samples if s["key"] == "L1/api/TideTables-0/2")
+    ref = {"$ref": {"field": "portId", "step": "findPort", "template": "charts/{}.png", "index": 0}}
+    assert chart["gold"]["param_dict"] == {"image": ref} and chart["gold"]["result"]["input"] == {"image": ref}
+    assert chart["history"][2]["param_dict"] == {"portId": "${portId from findPort}", "date": "2024-05-01"}
+    dialogues = [json.loads(line) for line in (tmp_path / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()]
+    ferry = next(d for d in dialogues if d["id"] == "ShelfFinder-2")
+    assert ferry["turns"][2]["param_dict"]["bookId"]["$ref"]["index"] is None  # unresolved
+
+
+def test_cli_reports_step_references(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert-toolalpaca", str(EVAL_REFS), str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "step references: 7 in 7 steps, 1 unresolved, 2 with a value" in out
+    assert "steps with references" in out
+
+
+_REF_ANSWERS = {
+    "L1/api/ShelfFinder-0/0": ("searchBooks", {"query": "Winter Orchard"}),
+    "L1/api/ShelfFinder-0/1": ("getBook", {"bookId": 4411}),
+    "L1/api/ShelfFinder-1/1": ("openPage", {"url": "https://shelf.example/reviews/salt-roads"}),
+    "L1/api/TideTables-0/1": ("getTides", {"date": "2024-05-01"}),
+}
+
+
+def _reference_answers(request: Any) -> str:
+    answer = _REF_ANSWERS.get(request.item.key)
+    return "I cannot help." if answer is None else _hermes(*answer)
+
+
+def test_reference_rules_are_recorded_and_round_trip_in_the_answers_file(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from apibank_lib.backends.scripted import ScriptedBackend
+    from apibank_lib.toolalpaca_eval import accuracy_table, evaluate_converted, load_judgments
+
+    result = convert_evaluation(read_toolalpaca(EVAL_REFS))
+    out = tmp_path / "answers.jsonl"
+    judged = evaluate_converted(
+        result, ScriptedBackend(_reference_answers), prompt_mode="chat", out=out, progress=False
+    )
+    by_key = {j.key: j for j in judged}
+    assert by_key["L1/api/ShelfFinder-0/0"].correct and by_key["L1/api/ShelfFinder-0/0"].reference_rules == {}
+    assert by_key["L1/api/ShelfFinder-0/1"].correct and by_key["L1/api/ShelfFinder-0/1"].reference_rules == {
+        "bookId": "value"
+    }
+    assert by_key["L1/api/ShelfFinder-0/1"].gold == "[getBook(bookId='${bookId from searchBooks}')]"
+    assert by_key["L1/api/ShelfFinder-1/1"].correct
+    tides = by_key["L1/api/TideTables-0/1"]
+    assert not tides.correct and tides.reference_rules == {"portId": "name only"}
+    assert by_key["L1/api/TideTables-0/2"].predicted is None and by_key["L1/api/TideTables-0/2"].reference_rules == {
+        "image": "name only"
+    }
+    _, stored = load_judgments(out)
+    assert stored == judged
+    assert accuracy_table({"scripted": judged}, n_boot=20).loc[0, "correct"] == 3
+
+    old = asdict(judged[0])  # a file written before the rules were recorded still loads
+    del old["reference_rules"]
+    lines = out.read_text(encoding="utf-8").splitlines()
+    out.write_text("\n".join([lines[0], json.dumps(old)]) + "\n", encoding="utf-8")
+    assert load_judgments(out)[1][0].reference_rules == {}
