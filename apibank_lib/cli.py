@@ -470,11 +470,47 @@ def cmd_retrieval(args: argparse.Namespace) -> int:
     from apibank_lib.retrieval import gold_searches, retrieval_queries, retrieval_table
 
     bench = load_benchmark(args.data)
+    if args.sets:
+        return _retrieval_sets(bench, args)
     queries = gold_searches(bench) if args.gold else retrieval_queries(bench)
     if not queries:
         raise ConfigError(f"{bench.root} has no gold ToolSearcher step to measure retrieval on")
     table = retrieval_table(bench, args.retriever or None, queries=queries, by=args.by, n_boot=args.n_boot)
     return _show_table(table, args)
+
+
+def _retrieval_sets(bench: Any, args: argparse.Namespace) -> int:
+    """``apibank retrieval --sets``: every retriever on each query set, and the default the written rule picks."""
+    from apibank_lib.analysis import save_table
+    from apibank_lib.protocols import V2
+    from apibank_lib.retrieval import choose_default, independent_sets, set_table
+
+    sets = independent_sets(bench, corpus=args.corpus)
+    table = set_table(sets, args.retriever or None, n_boot=args.n_boot)
+    name, why = choose_default(table)
+    if args.save:
+        paths = save_table(table, args.save)
+        _warn(f"saved {paths['csv']} and {paths['md']}")
+    if args.json:
+        _print_json(
+            {
+                "sets": [{"set": qs.name, "queries": len(qs.queries), "independent": qs.independent, "about": qs.about} for qs in sets],
+                "table": json.loads(table.to_json(orient="records")),
+                "default": name,
+                "why": why,
+                "v2_retriever": V2.retriever,
+            }
+        )
+        return 0
+    for qs in sets:
+        print(f"{qs.name}: {len(qs.queries)} queries, independent of the tuning: {qs.independent} ({qs.about})")
+    print()
+    print(table.astype(object).where(table.notna(), "").to_markdown(index=False))  # blank where no comparison applies
+    print()
+    print(f"default by the rule: {name}: {why}")
+    if name != V2.retriever:
+        print(f"(the v2 protocol's retriever is {V2.retriever})")
+    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -774,6 +810,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retriever", action="append", choices=list(RETRIEVERS), help="a retriever to measure (repeat; default: all)")
     p.add_argument("--by", nargs="+", default=["split"], choices=["split", "kind", "level", "domain"], help="group rows by these")
     p.add_argument("--gold", action="store_true", help="only the gold ToolSearcher steps (no rewordings)")
+    p.add_argument(
+        "--sets",
+        action="store_true",
+        help="per query set (training corpus, gold, rewordings held-out and tuning) and pooled, each against the "
+        "paper's recipe, and the default retriever the written rule picks",
+    )
+    p.add_argument("--corpus", default=None, help="with --sets: the training corpus (default: data/train/corpus)")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates of the intervals")
     p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
     p.set_defaults(func=cmd_retrieval)

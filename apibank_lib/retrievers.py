@@ -16,8 +16,10 @@ sandbox's ToolSearcher expects, so a level-2/3 run can switch retrievers.
 * ``enriched``: the paper's text plus our example phrasings of each API
   (``data/retrieval/phrasings.yaml``) as a second embedded field, with a penalty
   when the query asks for another action (create, read, update, delete) than
-  the API performs; the ``v2`` protocol's retriever. It beats the paper's recipe
-  on the held-out part of the retrieval benchmark (:mod:`apibank_lib.retrieval`).
+  the API performs; the ``v2`` protocol's retriever, by the written rule of
+  :func:`apibank_lib.retrieval.choose_default` (not below the paper's recipe on
+  any query set, above it pooled). APIs without phrasings (a training corpus's,
+  a release's own) are scored on their name and description, with the penalty.
 
 Query normalisation (:func:`normalize_query`) splits CamelCase words, lower-cases,
 and drops dates, times, numbers and filler words ("please", "can you", "my" ...),

@@ -10,11 +10,18 @@ from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.protocols import PAPER, V2
 from apibank_lib.retrieval import (
+    POOLED,
+    QuerySet,
+    RetrievalQuery,
+    choose_default,
     compare_retrievers,
+    corpus_searches,
     gold_searches,
+    independent_sets,
     rank_queries,
     retrieval_queries,
     retrieval_table,
+    set_table,
     split_of,
     tune_enriched,
 )
@@ -30,7 +37,7 @@ from apibank_lib.retrievers import (
     normalize_query,
     query_action,
 )
-from apibank_lib.types import Param, ToolSchema
+from apibank_lib.types import ApiCallSample, ApiRecord, Param, ToolSchema
 
 
 def _schema(name: str, description: str, **params: str) -> ToolSchema:
@@ -242,3 +249,182 @@ def test_the_v2_retriever_beats_the_papers_recipe_on_held_out_queries(bench: Ben
     cmp = compare_retrievers(bench, V2.retriever, PAPER.retriever, split="held-out", n_boot=500)
     assert cmp["low"] > 0 and cmp["p_value"] < 0.01, cmp  # the whole interval of the difference is above zero
     assert all(r["rank"] == 1 for r in rank_queries(bench, gold_searches(bench), V2.retriever))  # every gold search of our benchmark
+
+
+# --- the gold API of a search, query sets, and the rule that picks v2's retriever ----------------------------------
+
+
+def test_a_gold_search_is_for_the_api_the_dialogue_then_calls(release: Benchmark) -> None:
+    # The release's level-2 dialogue AddMeeting-level-3-1 searches, the recorded output is QueryMeeting, and the
+    # dialogue goes on to call AddMeeting: the benchmark asks for AddMeeting, as v2 grades the search.
+    sample = next(
+        s
+        for s in release.samples(2, "api")
+        if s.dialogue_id == "AddMeeting-level-3-1" and not s.duplicate and s.gold.api_name == "ToolSearcher"
+    )
+    assert [d["name"] for d in sample.gold.output if d["name"] != "GetUserToken"] == ["QueryMeeting"]
+    found = [q for q in gold_searches(release) if q.source == "AddMeeting-level-3-1"]
+    assert [(q.api, q.written) for q in found] == [("AddMeeting", sample.gold.args["keywords"])]
+    assert found[0].group == f"{found[0].written}\x00AddMeeting" and found[0].split == split_of(found[0].written, "AddMeeting")
+
+
+class _OneSearch:
+    """A benchmark stand-in with one level-2 search, its needed API given or not."""
+
+    def __init__(self, needed: str | None) -> None:
+        output = [{"name": "GetUserToken"}, {"name": "QueryAlarm"}]
+        self.sample = ApiCallSample(
+            2, "d", 0, (), ("ToolSearcher",), ApiRecord("ToolSearcher", {"keywords": "my alarms"}, {"output": output}), needed_api=needed
+        )
+
+    def samples(self, level: int, kind: str | None = None) -> list[ApiCallSample]:
+        return [self.sample] if level == 2 else []
+
+
+def test_a_gold_search_with_no_call_after_it_is_for_its_recorded_output() -> None:
+    assert [q.api for q in gold_searches(_OneSearch("AddAlarm"))] == ["AddAlarm"]  # type: ignore[arg-type]
+    assert [q.api for q in gold_searches(_OneSearch(None))] == ["QueryAlarm"]  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def corpus_report():  # type: ignore[no-untyped-def]
+    from apibank_lib.formats.train_corpus import default_corpus_dir
+    from apibank_lib.synthesis.tester import check_corpus
+
+    return check_corpus(default_corpus_dir())
+
+
+def test_the_corpus_set_is_every_search_of_the_corpus_for_the_api_called_next(corpus_report, bench: Benchmark) -> None:  # type: ignore[no-untyped-def]
+    queries = corpus_searches(corpus_report)
+    expected = []  # read from the corpus as written: each search and the first call after it
+    for d in corpus_report.accepted:
+        calls = [t.call for t in d.api_turns if t.call is not None]
+        for i, call in enumerate(calls):
+            if call.name == "ToolSearcher":
+                expected.append((call.args["keywords"], next(c.name for c in calls[i + 1 :] if c.name != "ToolSearcher")))
+    assert [(q.written, q.api) for q in queries] == expected
+    assert len(queries) == 1102  # data/train/README.md: 1,102 searches
+    apis = set(corpus_report.schemas)
+    benchmark_apis = {s.name for level in (2, 3) for s in bench.toolset(level).searchable()}
+    assert {q.api for q in queries} <= apis and len(apis) == 360 and not apis & benchmark_apis
+    assert {q.kind for q in queries} == {"corpus"} and {q.split for q in queries} == {"independent"}
+    assert {q.level for q in queries} == {2, 3}
+
+
+def test_the_enriched_retriever_falls_back_to_the_papers_text_for_apis_without_phrasings(corpus_report) -> None:  # type: ignore[no-untyped-def]
+    schemas = list(corpus_report.schemas.values())
+    enriched, plain = make_retriever("enriched", schemas), make_retriever("embedding", schemas)
+    assert not any(api in load_phrasings() for api in corpus_report.schemas)
+    query = "weather at the campsite"  # no action: no penalty either
+    assert query_action(query) is None
+    assert enriched.scores(query) == pytest.approx(plain.scores(query), abs=1e-6)  # type: ignore[attr-defined]
+    assert [s.name for s, _ in enriched.search(query, k=3)] == [s.name for s, _ in plain.search(query, k=3)]
+
+
+def test_independent_sets_say_what_they_are_independent_of(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.formats.train_corpus import default_corpus_dir
+
+    sets = {qs.name: qs for qs in independent_sets(bench, corpus=default_corpus_dir() / "astronomy.yaml")}
+    assert list(sets) == ["corpus", "gold", "rewordings held-out", "rewordings tuning"]
+    assert [sets[n].independent for n in sets] == ["yes", "partly", "partly", "no"]
+    assert {q.source for q in sets["corpus"].queries} and all(q.domain == "Astronomy" for q in sets["corpus"].queries)
+    assert [s.name for s in sets["corpus"].candidates[2]] == [s.name for s in sets["corpus"].candidates[3]]
+    assert len(sets["corpus"].candidates[2]) == 6
+    assert sets["gold"].queries == tuple(gold_searches(bench))
+    assert {q.split for q in sets["rewordings held-out"].queries} == {"held-out"}
+    assert {q.split for q in sets["rewordings tuning"].queries} == {"tuning"}
+    rewordings = sets["rewordings held-out"].queries + sets["rewordings tuning"].queries
+    assert "gold" not in {q.kind for q in rewordings}
+    assert len(rewordings) == sum(q.kind != "gold" for q in retrieval_queries(bench))
+
+
+def _query(keywords: str, api: str, group: str | None = None) -> RetrievalQuery:
+    return RetrievalQuery(group or keywords, keywords, api, 2, "gold", "held-out", "")
+
+
+def test_the_set_table_measures_each_set_and_pools_the_chosen_ones() -> None:
+    pool = {2: POOL}
+    a = QuerySet("corpus", (_query("wake me up at seven", "AddAlarm"), _query("ticker price", "QueryStock")), pool, "yes", "")
+    b = QuerySet("gold", (_query("hotel room for two nights", "BookHotel"), _query("a stay", "BookHotel", "g")), pool, "partly", "")
+    tuning = QuerySet("rewordings tuning", (_query("stock", "QueryStock"),), pool, "no", "")
+    empty = QuerySet("rewordings held-out", (), pool, "partly", "")
+    table = set_table([a, b, tuning, empty], ["bm25"], n_boot=50)
+    assert list(table["set"]) == ["corpus", "corpus", "gold", "gold", "rewordings tuning", "rewordings tuning", POOLED, POOLED]
+    assert list(table["retriever"][:2]) == ["embedding", "bm25"]  # the reference is measured first, always
+    pooled = table[table["set"] == POOLED].set_index("retriever")
+    assert list(pooled["queries"]) == [4, 4] and pooled.loc["embedding", "independent"] == "partly"
+    for name in ("embedding", "bm25"):
+        parts = table[(table["retriever"] == name) & table["set"].isin(["corpus", "gold"])]
+        assert pooled.loc[name, "hit@1"] == pytest.approx((parts["hit@1"] * parts["queries"]).sum() / 4, abs=0.01)
+    assert table[table["retriever"] == "embedding"]["vs embedding"].isna().all()
+    bm25 = table[table["retriever"] == "bm25"].set_index("set")
+    for s in bm25.index:
+        ref = table[(table["set"] == s) & (table["retriever"] == "embedding")]["hit@1"].item()
+        assert bm25.loc[s, "vs embedding"] == pytest.approx(bm25.loc[s, "hit@1"] - ref, abs=0.01)
+        assert bm25.loc[s, "hit@1 low"] <= bm25.loc[s, "hit@1"] <= bm25.loc[s, "hit@1 high"]
+        assert bm25.loc[s, "hit@3 low"] <= bm25.loc[s, "hit@3"] <= bm25.loc[s, "hit@3 high"]
+
+
+def _rule_table(rows: dict[str, dict[str, float]]):  # type: ignore[no-untyped-def]
+    import pandas as pd
+
+    return pd.DataFrame([{"set": s, "retriever": r, "hit@1": v} for r, by_set in rows.items() for s, v in by_set.items()])
+
+
+RULE_REFERENCE = {"corpus": 95.0, "gold": 100.0, "rewordings held-out": 84.0, "rewordings tuning": 80.0, POOLED: 94.0}
+
+
+def test_the_rule_picks_the_best_pooled_of_the_retrievers_never_below_the_papers_recipe() -> None:
+    table = _rule_table(
+        {
+            "embedding": RULE_REFERENCE,
+            "a": {"corpus": 95.0, "gold": 100.0, "rewordings held-out": 90.0, "rewordings tuning": 60.0, POOLED: 95.0},
+            "b": {"corpus": 96.0, "gold": 100.0, "rewordings held-out": 85.0, "rewordings tuning": 99.0, POOLED: 96.0},
+            "c": {"corpus": 99.0, "gold": 99.5, "rewordings held-out": 99.0, "rewordings tuning": 99.0, POOLED: 99.0},
+        }
+    )
+    name, why = choose_default(table)
+    # c is best pooled but below the reference on gold; a and b qualify (equal counts as not below; the tuning
+    # part does not count), and b is the higher pooled.
+    assert name == "b", why
+    assert "b: corpus 96.00, gold 100.00, rewordings held-out 85.00, pooled 96.00" in why and "(a also qualifies)" in why
+    assert "tuning" not in why
+
+
+def test_the_rule_keeps_the_papers_recipe_when_no_retriever_qualifies() -> None:
+    table = _rule_table(
+        {
+            "embedding": RULE_REFERENCE,
+            "tied": {**RULE_REFERENCE, "rewordings tuning": 99.0},  # equal everywhere that counts: not better pooled
+            "worse": {**RULE_REFERENCE, "corpus": 94.9, POOLED: 97.0},
+        }
+    )
+    name, why = choose_default(table)
+    assert name == "embedding", why
+    assert "tied is not above it pooled (94.00)" in why and "worse is below it on corpus" in why
+    with pytest.raises(ConfigError, match="needs embedding's rows on the pooled total"):
+        choose_default(table[table["set"] != POOLED])
+
+
+def test_the_v2_retriever_is_the_one_the_rule_chose_on_the_measured_table() -> None:
+    import pandas as pd
+
+    measured = Path(__file__).resolve().parent.parent / "results" / "retrieval_sets.csv"
+    if not measured.is_file():
+        pytest.skip("results/retrieval_sets.csv is made by apibank retrieval --sets --save retrieval_sets")
+    assert choose_default(pd.read_csv(measured))[0] == V2.retriever
+
+
+def test_the_retrieval_command_prints_the_sets_and_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from apibank_lib.cli import main
+    from apibank_lib.formats.train_corpus import default_corpus_dir
+
+    corpus = str(default_corpus_dir() / "astronomy.yaml")
+    assert main(["retrieval", "--sets", "--corpus", corpus, "--retriever", "bm25", "--n-boot", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["set"] for s in out["sets"]] == ["corpus", "gold", "rewordings held-out", "rewordings tuning"]
+    assert {r["retriever"] for r in out["table"]} == {"embedding", "bm25"} and out["table"][-1]["set"] == POOLED
+    assert out["default"] == "embedding" and out["why"].startswith("no retriever is not below embedding")
+    assert out["v2_retriever"] == V2.retriever
