@@ -37,7 +37,7 @@ from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.prompts import target_text
 from apibank_lib.runs import JudgmentRecord, PredictionRecord, RunFolder
-from apibank_lib.scoring import score_run, version_note
+from apibank_lib.scoring import score_run, scored_version, version_note
 from apibank_lib.taxonomy import ErrorCategory
 from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample, Sample, Turn, Utterance
 
@@ -105,7 +105,7 @@ def load_run(run_dir: str | Path | RunFolder, bench: Benchmark) -> LoadedRun:
             warnings.warn(note, stacklevel=2)
     return LoadedRun(
         folder,
-        f"{info.model} · {info.protocol}",
+        f"{info.model} · {scored_version(folder.read_metrics())}",
         {j.key: j for j in judgments},
         dict(folder.read_predictions().records),
     )
@@ -255,6 +255,8 @@ def _api_cells(key: str, run: LoadedRun) -> list[str]:
     else:
         call = "<i>no call read</i>"
     reason = html.escape(" — ".join(x for x in (j.category, j.reason) if x))
+    if j.excluded is not None:  # judged, but counted in no accuracy: say so before the verdict is read as one
+        reason = f"<b>not scored</b>: {html.escape(j.excluded)}" + (f"<br>{reason}" if reason else "")
     return [_raw_output(p), call, _result(j.result), _verdict(j.correct), reason]
 
 

@@ -39,7 +39,7 @@ def _listed(explorer: Explorer) -> list[str]:
 
 
 def test_the_view_shows_the_gold_call_beside_each_runs_verdict(bench: Benchmark, explorer: Explorer) -> None:
-    assert [label for label, _ in explorer.run_select.options] == ["oracle · v2", "no-call · v2"]
+    assert [label for label, _ in explorer.run_select.options] == ["oracle · v2.1", "no-call · v2.1"]
     assert explorer.compare_select.value == 1  # the second run is shown beside the first
     sample = _first_api_sample(bench, 1, explorer.dialogue_select.value)
     view = explorer.view.value
@@ -130,6 +130,16 @@ def test_a_run_not_scored_yet_is_scored_when_loaded(bench: Benchmark, tmp_path: 
     assert "No API Call" in explorer.view.value
     explorer.level_select.value = 2  # a level the run did not answer: every dialogue, with its gold
     assert _listed(explorer) == [d.id for d in bench.dialogues(2)]
+
+
+def test_a_sample_an_erratum_excludes_says_it_is_not_scored(release: Benchmark, tmp_path: Path) -> None:
+    out = tmp_path / "oracle-release"
+    run(RunConfig("oracle", levels=(2,), tasks=("api",), data=str(release.root), out=str(out)), bench=release, progress=False)
+    explorer = Explorer(release, [out], level=2)
+    explorer.dialogue_select.value = "DeleteReminder-level-3-1"
+    assert "<b>not scored</b>: erratum E16 (ambiguous_keywords)" in explorer.view.value
+    explorer.dialogue_select.value = "AddMeeting-level-3-1"
+    assert "not scored" not in explorer.view.value
 
 
 def test_runs_resume_without_answering_or_scoring_again(bench: Benchmark, runs: list[RunFolder]) -> None:
