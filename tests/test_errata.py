@@ -16,7 +16,7 @@ import pytest
 from apibank_lib import analysis
 from apibank_lib.cli import main
 from apibank_lib.datasets import Benchmark, needed_api
-from apibank_lib.errata import load_errata
+from apibank_lib.errata import load_errata, verify
 from apibank_lib.errors import DataError
 from apibank_lib.grading import Grader, replay
 from apibank_lib.prompts import target_text
@@ -24,7 +24,7 @@ from apibank_lib.protocols import PAPER, V2
 from apibank_lib.runner import run
 from apibank_lib.runs import RunConfig, RunFolder
 from apibank_lib.scoring import OtherVersion, score_run
-from apibank_lib.types import ApiRecord
+from apibank_lib.types import ApiCall, ApiRecord
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "official"
 FIXTURE_ERRATA = Path(__file__).resolve().parent / "fixtures" / "official_errata.yaml"
@@ -164,3 +164,73 @@ def test_a_run_scored_under_an_older_version_is_read_as_it_is_and_rescored_only_
         warnings.simplefilter("error")
         [again] = analysis.load_runs([folder])
     assert again.protocol_version == "v2.1"
+
+
+# --- every entry of the release's errata, reproduced on records we make -----------------------------------------
+
+RELEASE_ERRATA = Path(__file__).resolve().parents[1] / "data" / "errata" / "api-bank.yaml"
+
+
+def _search_output(api: str, bench: Benchmark) -> list[dict[str, object]] | dict[str, object]:
+    """A search output as the search tool writes it: the API, after GetUserToken when the API takes a token."""
+    schema = bench.toolset(2).get(api).schema().to_dict()
+    if "token" in schema["input_parameters"]:
+        return [bench.toolset(2).get("GetUserToken").schema().to_dict(), schema]
+    return schema
+
+
+def _release_like(bench: Benchmark) -> list:
+    """Samples shaped like the release's records each entry names (our databases, our texts)."""
+    from apibank_lib.datasets import cut_samples
+    from apibank_lib.types import Dialogue, Utterance
+
+    box = bench.sandbox(1)
+    samples = []
+    for k in range(1, 6):
+        cancel = _rec("CancelTimedSwitch", device_id="10000025", time="2023-03-19 08:00:00")
+        cancel.result["output"] = "success"  # recorded as a success, for a device the database does not hold
+        scene = box.execute(ApiCall("QueryScene", {"name": "good morning"})).to_dict()
+        titled = [{**dev, "name": dev["name"].title()} for dev in scene["output"]]
+        query = ApiRecord("QueryScene", {"name": "good morning"}, {**scene, "output": titled})
+        for name, record in ((f"CancelTimedSwitch-level-1-{k}", cancel), (f"QueryScene-level-1-{k}", query)):
+            samples += cut_samples(Dialogue(name, 1, [Utterance("User", "please"), record]))
+    searches = {  # file -> (keywords, recorded output, the API the dialogue calls)
+        "AddAgenda-level-3-2": ("agenda meeting scheduler", "AddAgenda", "AddAgenda"),
+        "AddAlarm-level-3-1": ("alarm", "AddAlarm", "AddAlarm"),
+        "AddMeeting-level-3-1": ("book meeting", "BookHotel", "AddMeeting"),
+        "AddMeeting-level-3-2": ("schedule meeting", "QueryAgenda", "AddMeeting"),
+        "DeleteMeeting-level-3-2": ("meeting cancellation", "ModifyMeeting", "DeleteMeeting"),
+        "DeleteReminder-level-3-1": ("reminder", "AddReminder", "DeleteReminder"),
+        "QueryAlarm-level-3-1": ("alarm clock", "QueryAlarm", "QueryAlarm"),
+        "QueryMeeting-level-3-1": ("meeting reservation query", "AddMeeting", "QueryMeeting"),
+    }
+    for name, (keywords, output, called) in searches.items():
+        search = _rec("ToolSearcher", keywords=keywords)
+        search.result["output"] = _search_output(output, bench)
+        turns = [Utterance("User", "please"), search, _rec("GetUserToken", username="u", password="p"), _rec(called, token="t")]
+        samples += cut_samples(Dialogue(name, 2, turns))
+    return samples
+
+
+def test_every_entry_of_the_release_errata_applies_where_its_record_looks_as_described(bench: Benchmark) -> None:
+    errata = load_errata(RELEASE_ERRATA)
+    assert errata.label == "api-bank@1" and len(errata.entries) == 18
+    grader = Grader(bench, V2)
+    report = verify(errata, _release_like(bench), grader.sandbox_for)
+    assert report.not_applied == {}
+    assert sorted(report.applied) == [f"E{i:02d}" for i in range(1, 19)]
+    decisions = {i: a.erratum.decision for i, a in report.applied.items()}
+    assert [i for i, d in sorted(decisions.items()) if d == "exclude"] == ["E01", "E02", "E03", "E04", "E05", "E11", "E12", "E16", "E17"]
+    corrected = report.applied["E06"].corrected_result
+    assert corrected is not None and corrected["output"][0]["name"] == "bedroom blinds"  # the database's own case
+
+
+def test_an_entry_whose_record_looks_otherwise_is_not_applied(bench: Benchmark) -> None:
+    samples = [s for s in _release_like(bench) if s.dialogue_id in ("QueryScene-level-1-1", "AddMeeting-level-3-1")]
+    for s in samples:
+        if s.dialogue_id == "QueryScene-level-1-1":
+            s.gold.result["output"] = [{"name": "a lamp", "description": "not in the scene"}]  # differs by more than case
+    errata = load_errata(RELEASE_ERRATA)
+    report = verify(errata, samples, Grader(bench, V2).sandbox_for)
+    assert "E06" not in report.applied and "more than letter case" in report.not_applied["E06"]
+    assert "E13" in report.applied
