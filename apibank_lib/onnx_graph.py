@@ -2,7 +2,7 @@
 
 The graph embeds one text: token ids in, the mean of the last layer's token
 vectors out (not normalised). It is what
-:class:`~apibank_lib.search.MiniLMEmbedder` computes in numpy, written as ONNX
+:class:`~apibank_lib.minilm.MiniLMEmbedder` computes in numpy, written as ONNX
 operators (LayerNormalization, MatMul, Softmax, Erf for the exact GELU), so
 ONNX Runtime can fuse and run it: a short query embeds in about 3 ms on one
 core instead of 7 to 10. Built in memory from the arrays already loaded; no
@@ -40,7 +40,7 @@ def bert_mean_pooling_graph(
         word, position: the word and position embedding tables, ``(vocabulary, dim)`` and ``(positions, dim)``.
         token_type: the type-0 token-type embedding, ``(dim,)``.
         embedding_norm: the embedding LayerNorm's weight and bias.
-        layers: per layer, in :class:`~apibank_lib.search.MiniLMEmbedder`'s layout: the stacked query, key and
+        layers: per layer, in :class:`~apibank_lib.minilm.MiniLMEmbedder`'s layout: the stacked query, key and
             value weights ``(3 dim, dim)`` and bias, the attention output weight and bias, its LayerNorm weight
             and bias, the intermediate weight and bias, the output weight and bias, its LayerNorm weight and bias
             (weights ``(out, in)``, vectors of any shape holding ``out`` values).

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.errors import ConfigError, did_you_mean
-from apibank_lib.search import cache_dir
+from apibank_lib.paths import cache_dir
 
 __all__ = ["PACKAGED_MODELS", "PackagedModel", "model_status", "packaged_model_path"]
 

@@ -88,6 +88,8 @@ _WORD = re.compile(r"[a-z]+")
 
 
 def _camel_split(text: str) -> str:
+    # Ours: keeps acronyms whole (``GetURLTitle`` -> ``Get URL Title``) and case as written; the paper's search text
+    # uses the original's split instead (:func:`apibank_lib.search.split_camel`), on purpose.
     return _CAMEL.sub(" ", text)
 
 
@@ -255,7 +257,8 @@ class FieldsRetriever:
     name = "fields"
 
     def __init__(self, schemas: Sequence[ToolSchema], embedder: Any = None) -> None:
-        from apibank_lib.search import default_embedder, default_searcher, embed_texts
+        from apibank_lib.embedders import default_embedder, embed_texts
+        from apibank_lib.search import default_searcher
 
         self.schemas = list(schemas)
         self.index = default_searcher(self.schemas, embedder)
@@ -352,7 +355,8 @@ class EnrichedRetriever:
         weight: float = ENRICHED_WEIGHT,
         penalty: float = ENRICHED_PENALTY,
     ) -> None:
-        from apibank_lib.search import default_embedder, default_searcher, embed_texts
+        from apibank_lib.embedders import default_embedder, embed_texts
+        from apibank_lib.search import default_searcher
 
         self.schemas = list(schemas)
         self.index = default_searcher(self.schemas, embedder)

@@ -29,7 +29,7 @@ import numpy as np
 from apibank_lib.datasets import load_benchmark
 from apibank_lib.retrieval import forget_queries, retrieval_queries
 from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS, EmbeddingRetriever, make_retriever
-from apibank_lib.search import MiniLMEmbedder, default_embedder
+from apibank_lib.embedders import MiniLMEmbedder, default_embedder
 
 TARGET_MS = 5.0
 

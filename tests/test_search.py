@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from apibank_lib.errors import ConfigError
-from apibank_lib.search import EMBEDDER_ENV, OnnxMiniLMEmbedder, MiniLMEmbedder, ToolIndex, _gelu, default_embedder, search_text, split_camel
+from apibank_lib.embedders import EMBEDDER_ENV, MiniLMEmbedder, OnnxMiniLMEmbedder, default_embedder
+from apibank_lib.minilm import _gelu
+from apibank_lib.search import ToolIndex, search_text, split_camel
 from apibank_lib.types import Param, ToolSchema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +107,7 @@ def test_sentence_transformer_embedder_agrees_and_uses_one_thread(embedder: Mini
     pytest.importorskip("sentence_transformers")
     import torch
 
-    from apibank_lib.search import SentenceTransformerEmbedder
+    from apibank_lib.embedders import SentenceTransformerEmbedder
 
     before = torch.get_num_threads()
     try:
@@ -209,17 +211,17 @@ def test_default_embedder_runs_the_model_in_onnx_runtime() -> None:
 
 @pytest.mark.parametrize(("choice", "kind"), [("numpy", "MiniLMEmbedder"), ("onnx", "OnnxMiniLMEmbedder"), ("", "OnnxMiniLMEmbedder")])
 def test_the_default_embedders_engine_can_be_chosen(choice: str, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import apibank_lib.search as search
+    import apibank_lib.embedders as embedders
 
-    monkeypatch.setattr(search, "_EMBEDDER", None)
+    monkeypatch.setattr(embedders, "_EMBEDDER", None)
     monkeypatch.setenv(EMBEDDER_ENV, choice)
     assert type(default_embedder()).__name__ == kind
 
 
 def test_an_unknown_embedder_engine_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    import apibank_lib.search as search
+    import apibank_lib.embedders as embedders
 
-    monkeypatch.setattr(search, "_EMBEDDER", None)
+    monkeypatch.setattr(embedders, "_EMBEDDER", None)
     monkeypatch.setenv(EMBEDDER_ENV, "cuda")
     with pytest.raises(ConfigError, match="APIBANK_EMBEDDER='cuda': choose onnx, numpy or auto"):
         default_embedder()

@@ -28,7 +28,7 @@ __all__ = ["TransformersBackend", "load_causal_lm"]
 
 
 def _converted_dir(gguf: Path) -> Path:
-    from apibank_lib.search import cache_dir
+    from apibank_lib.paths import cache_dir
 
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:16]

@@ -34,7 +34,7 @@ def gguf_architecture(model_file: str | Path) -> str:
 
 def gguf_adapter_path(adapter_dir: str | Path, arch: str = "gemma3") -> Path:
     """Where the GGUF form of an adapter is cached (keyed by the adapter's bytes and the architecture)."""
-    from apibank_lib.search import cache_dir
+    from apibank_lib.paths import cache_dir
 
     adapter_dir = Path(adapter_dir)
     weights = adapter_dir / "adapter_model.safetensors"
