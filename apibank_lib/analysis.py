@@ -33,6 +33,7 @@ from apibank_lib.calls import parse_first_call
 from apibank_lib.datasets import Benchmark, load_benchmark, statistics
 from apibank_lib.errors import CallError, ConfigError, ParseError
 from apibank_lib.grading import replay
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.protocols import PAPER, GradingProtocol, get_protocol
 from apibank_lib.reported import (
     OFFICIAL_RELEASE_COUNTS,
@@ -93,17 +94,16 @@ PAPER_SEVEN = (
 )
 """The paper's seven error categories, in its order."""
 
-_PROJECT = Path(__file__).resolve().parent.parent
 
 
 def results_dir() -> Path:
     """Where tables are written: ``$APIBANK_RESULTS``, else ``results/`` in the project."""
-    return Path(os.environ.get("APIBANK_RESULTS") or _PROJECT / "results")
+    return Path(os.environ.get("APIBANK_RESULTS") or PROJECT_ROOT / "results")
 
 
 def figures_dir() -> Path:
     """Where figures are written: ``$APIBANK_FIGURES``, else ``figures/`` in the project."""
-    return Path(os.environ.get("APIBANK_FIGURES") or _PROJECT / "figures")
+    return Path(os.environ.get("APIBANK_FIGURES") or PROJECT_ROOT / "figures")
 
 
 def save_table(frame: Any, name: str, directory: str | Path | None = None) -> dict[str, Path]:

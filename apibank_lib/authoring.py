@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from apibank_lib.calls import format_value, parse_calls
 from apibank_lib.databases import load_databases
 from apibank_lib.datasets import default_data_root
-from apibank_lib.formats.yamlfile import read_yaml
 from apibank_lib.errors import CallError, DataError, ParseError, ToolError
 from apibank_lib.formats.official import LEVEL_DIRS, dialogue_jsonl, level3_json
+from apibank_lib.formats.yamlfile import read_yaml
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.sandbox import Sandbox
 from apibank_lib.tools.registry import toolset_for_level
 from apibank_lib.tools.searcher import retrieved_names
@@ -48,7 +48,7 @@ LEVEL_FOLDERS = {1: "level-1", 2: "level-2", 3: "level-3"}
 
 def default_source_root() -> Path:
     """``data/src`` next to the package."""
-    return Path(__file__).resolve().parent.parent / "data" / "src"
+    return PROJECT_ROOT / "data" / "src"
 
 
 @dataclass

@@ -31,6 +31,7 @@ from apibank_lib.formats.official import (
     load_test_data,
     read_api_metadata,
 )
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.protocols import V2, GradingProtocol
 from apibank_lib.sandbox import Sandbox
 from apibank_lib.tools.base import LEVEL12
@@ -64,7 +65,7 @@ def default_data_root() -> Path:
     env = os.environ.get("APIBANK_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "data" / "eval"
+    return PROJECT_ROOT / "data" / "eval"
 
 
 # --- sample cutting --------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.errors import CallError, DataError, ParseError, ToolError
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.tools.searcher import retrieved_names
 from apibank_lib.types import ApiCallSample, ApiRecord
 
@@ -197,7 +198,7 @@ class ErrataReport:
 
 def errata_dir() -> Path:
     """``data/errata/`` in the project."""
-    return Path(__file__).resolve().parent.parent / "data" / "errata"
+    return PROJECT_ROOT / "data" / "errata"
 
 
 def _entry(raw: Any, index: int, path: Path) -> Erratum:

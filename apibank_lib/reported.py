@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
+
+from apibank_lib.paths import PROJECT_ROOT
 
 __all__ = [
     "REPORTED_FILE",
@@ -31,7 +32,7 @@ __all__ = [
     "ORIGINAL_REPLAY",
 ]
 
-REPORTED_FILE = Path(__file__).resolve().parent.parent / "data" / "reported" / "api_bank_paper.json"
+REPORTED_FILE = PROJECT_ROOT / "data" / "reported" / "api_bank_paper.json"
 """The data file of reported figures."""
 
 

@@ -39,6 +39,7 @@ from typing import Any
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.formats.yamlfile import read_yaml
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.protocols import V2, GradingProtocol
 from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS, EnrichedRetriever, make_retriever
 from apibank_lib.stats import bootstrap_mean, paired_comparison
@@ -67,7 +68,7 @@ __all__ = [
     "split_of",
 ]
 
-VARIANTS_FILE = Path(__file__).resolve().parent.parent / "data" / "retrieval" / "queries.yaml"
+VARIANTS_FILE = PROJECT_ROOT / "data" / "retrieval" / "queries.yaml"
 """Our variants of the bundled benchmark's gold queries."""
 
 RULE_SETS = ("corpus", "gold", "rewordings held-out")

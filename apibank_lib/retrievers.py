@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from apibank_lib.errors import ConfigError, DataError
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.types import ToolSchema
 
 __all__ = [
@@ -302,7 +303,7 @@ class HybridRetriever:
         return _top(self.schemas, self.scores(keywords), k)
 
 
-PHRASINGS_FILE = Path(__file__).resolve().parent.parent / "data" / "retrieval" / "phrasings.yaml"
+PHRASINGS_FILE = PROJECT_ROOT / "data" / "retrieval" / "phrasings.yaml"
 """Our example phrasings per API (``data/retrieval/phrasings.yaml``)."""
 
 

@@ -38,9 +38,9 @@ from apibank_lib.calls import format_call
 from apibank_lib.chat import build_chat
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ApibankError, BackendError, ConfigError
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.prompts import build_prompt
 from apibank_lib.protocols import GradingProtocol, get_protocol
-from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.runs import (
     EpisodeStep,
     PredictionRecord,
@@ -51,6 +51,7 @@ from apibank_lib.runs import (
     default_runs_dir,
     plan,
 )
+from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.types import ApiRecord, Context, Episode, Sample
 from apibank_lib.version import __version__
 
@@ -109,7 +110,7 @@ class RunStopped(ApibankError):
 
 
 def _code_version() -> str:
-    root = Path(__file__).resolve().parent.parent
+    root = PROJECT_ROOT
     try:
         head = (root / ".git" / "HEAD").read_text().strip()
         if head.startswith("ref: "):

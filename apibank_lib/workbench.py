@@ -16,6 +16,7 @@ from apibank_lib.calls import format_call
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ApibankError, ConfigError
 from apibank_lib.grading import Grader
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.protocols import PROTOCOLS, V2
 from apibank_lib.runner import run
 from apibank_lib.runs import RunConfig, RunFolder
@@ -37,14 +38,13 @@ __all__ = [
     "compare_protocols",
 ]
 
-_PROJECT = Path(__file__).resolve().parent.parent
 
 
 def workbench_runs_dir(path: str | Path | None = None) -> Path:
     """Where the notebooks keep runs: ``path``, else ``$APIBANK_RUNS``, else ``runs/`` in the project."""
     if path is not None:
         return Path(path)
-    return Path(os.environ.get("APIBANK_RUNS") or _PROJECT / "runs")
+    return Path(os.environ.get("APIBANK_RUNS") or PROJECT_ROOT / "runs")
 
 
 def run_models(

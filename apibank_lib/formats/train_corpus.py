@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-
 from apibank_lib.calls import parse_calls
-from apibank_lib.formats.yamlfile import read_yaml
 from apibank_lib.errors import DataError, ParseError
+from apibank_lib.formats.yamlfile import read_yaml
+from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.types import ApiCall, ApiRecord, Dialogue, Level3Item, Param, ToolSchema, Utterance
 
 __all__ = [
@@ -248,7 +248,7 @@ def read_corpus_file(path: str | Path) -> CorpusFile:
 
 def default_corpus_dir() -> Path:
     """Our training corpus, ``data/train/corpus`` beside the package."""
-    return Path(__file__).resolve().parent.parent.parent / "data" / "train" / "corpus"
+    return PROJECT_ROOT / "data" / "train" / "corpus"
 
 
 def corpus_files(root: str | Path) -> list[Path]:

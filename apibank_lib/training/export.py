@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from apibank_lib.datasets import cut_level3_samples, cut_samples
 from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDialogue, to_dialogue, to_level3_item
 from apibank_lib.prompts import LEADS, build_prompt, target_text
-from apibank_lib.types import ApiCallSample, Sample, ToolSchema
+from apibank_lib.types import Sample, ToolSchema
 
 __all__ = ["SchemaCatalog", "TrainingExample", "answer_text", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "read_shares", "examples_from_toolalpaca"]
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from apibank_lib.paths import PROJECT_ROOT
+
 __all__ = ["SHIPPED", "models_dir", "resolve_model", "adapter_folder", "adapter_digest", "adapter_prompt_mode"]
 
 
 def models_dir() -> Path:
     """``models/`` beside the package (the repository's shipped adapters)."""
-    return Path(__file__).resolve().parent.parent.parent / "models"
+    return PROJECT_ROOT / "models"
 
 
 SHIPPED: dict[str, tuple[str, str]] = {

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.errors import ConfigError
-from apibank_lib.training.export import TrainingExample, examples_from_corpus, examples_from_toolalpaca, mix, parse_shares
+from apibank_lib.paths import PROJECT_ROOT
+from apibank_lib.training.export import (
+    TrainingExample,
+    examples_from_corpus,
+    examples_from_toolalpaca,
+    mix,
+    parse_shares,
+)
 from apibank_lib.training.recipe import TrainConfig, TrainResult, train
 
 __all__ = ["DEFAULT_MIX", "build_examples", "train_model", "retrain"]
@@ -32,7 +39,7 @@ def _project_path(path: str | Path) -> Path:
     p = Path(path)
     if p.exists() or p.is_absolute():
         return p
-    root = Path(__file__).resolve().parent.parent.parent
+    root = PROJECT_ROOT
     return root / p if (root / p).exists() else p
 
 
