@@ -66,6 +66,7 @@ __all__ = [
     "select",
     "by_model",
     "on_common_samples",
+    "error_counts",
     "error_distribution",
     "failure_examples",
     "funnel",
@@ -545,6 +546,26 @@ def error_distribution(runs: Sequence[ScoredRun], *, mapped: bool = True, report
             column = [PAPER_ERROR_DISTRIBUTION[c.value][model] for c in categories]
             table[f"{model} (reported)"] = column + [None, None]
     return pd.DataFrame(table)
+
+
+def error_counts(runs: Sequence[ScoredRun], *, mapped: bool = True) -> Any:
+    """Each run's wrong API calls per error category, as counts and shares (%), one row per run and category.
+
+    Categories as in :func:`error_distribution` (the paper's seven, or ours with ``mapped=False``); the errors that
+    blame our code, not the model (a checker or tool failure), are a row of their own, with no share.
+    """
+    pd = _pandas()
+    categories = list(PAPER_SEVEN) if mapped else [c for c in ErrorCategory if c not in NOT_THE_MODELS]
+    rows = []
+    for r in runs:
+        wrong = [ErrorCategory(j.category) for j in r.judgments if j.kind == "api" and j.category]
+        blamed = [PAPER_LABEL[c] if mapped else c for c in wrong if c not in NOT_THE_MODELS]
+        for c in categories:
+            n = blamed.count(c)
+            share = round(100.0 * n / len(blamed), 2) if blamed else None
+            rows.append({"run": r.label, "category": c.value, "errors": n, "share (%)": share})
+        rows.append({"run": r.label, "category": "not the model's", "errors": len(wrong) - len(blamed), "share (%)": None})
+    return pd.DataFrame(rows)
 
 
 def failure_examples(run: ScoredRun, *, per_category: int = 2) -> Any:

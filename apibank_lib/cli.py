@@ -20,6 +20,7 @@ import shlex
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from apibank_lib.errors import ApibankError, BackendError, ConfigError
@@ -397,7 +398,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_metrics(metrics: dict[str, Any]) -> None:
+def _print_metrics(metrics: dict[str, Any], folder: str | Path | None = None) -> None:
     rows = []
     for lv, m in metrics["levels"].items():
         acc = (
@@ -424,7 +425,9 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     )
     cov = metrics["coverage"]
     partial = " [PARTIAL]" if metrics["partial"] else ""
-    print(f"{metrics['model']} under protocol {metrics['protocol']}{partial}")
+    version = metrics.get("protocol_version") or metrics["protocol"]
+    where = f"\n  {folder}" if folder is not None else ""
+    print(f"{metrics['model']} ({metrics.get('prompt_mode', '?')} prompts) under protocol {version}{partial}{where}")
     print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "episodes solved", "failed in the backend"]))
     print(
         f"coverage: {cov['answered']} answered, {cov['failed']} failed, {cov['missing']} missing of {cov['expected']} expected",
@@ -446,8 +449,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(results if len(results) > 1 else results[0])
     else:
-        for m in results:
-            _print_metrics(m)
+        for path, m in zip(args.runs, results):
+            _print_metrics(m, folder=path)
     return 0
 
 
@@ -517,6 +520,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from apibank_lib.analysis import compare_runs, load_runs
 
     return _show_table(compare_runs(load_runs(args.runs)), args)
+
+
+def cmd_errors(args: argparse.Namespace) -> int:
+    from apibank_lib.analysis import error_counts, load_runs
+
+    return _show_table(error_counts(load_runs(args.runs), mapped=not args.ours), args)
 
 
 def cmd_check_train(args: argparse.Namespace) -> int:
@@ -804,6 +813,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("errors", help="wrong API calls per error category, counts and shares, for each run")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--ours", action="store_true", help="our categories as they are (default: the paper's seven)")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_errors)
 
     p = sub.add_parser("retrieval", help="hit@1, hit@3 and MRR of retrievers on the benchmark's ToolSearcher queries")
     common(p)

@@ -499,6 +499,8 @@ class RunFolder:
             ConfigError: the folder holds no run.
             DataError: the file is not a run config.
         """
+        if not self.path.exists():
+            raise ConfigError(f"{self.path} does not exist: give a run folder (apibank run writes one per model)")
         if not self.exists():
             raise ConfigError(f"{self.path} is not a run folder (it has no config.json)")
         try:

@@ -37,7 +37,7 @@ from typing import Any
 
 from apibank_lib.calls import format_call_paper, parse_calls
 from apibank_lib.datasets import Benchmark, default_data_root, load_benchmark
-from apibank_lib.errors import ApibankError, CallError, DataError, ParseError
+from apibank_lib.errors import ApibankError, CallError, ConfigError, DataError, ParseError
 from apibank_lib.formats.official import level3_path, load_dialogues
 from apibank_lib.grading import Grader
 from apibank_lib.prompts import target_text
@@ -196,6 +196,9 @@ def validate(
 ) -> ValidationReport:
     """Check a benchmark: an official release for format and replay, our own benchmark for every authoring rule.
 
+    Raises:
+        ConfigError: ``path`` is not a folder.
+
     Args:
         path: the data root (default: the bundled benchmark).
         min_uses: our benchmark: the fewest uses of each level-1/2 tool.
@@ -203,6 +206,8 @@ def validate(
         searcher: what ToolSearcher searches with (None: the default embedding search).
     """
     root = Path(path) if path is not None else default_data_root()
+    if not root.is_dir():  # nothing to validate: a wrong setting, not a problem of some data
+        raise ConfigError(f"{root} is not a folder: give the root of an official release or of our benchmark")
     try:
         bench = load_benchmark(root)
     except DataError as exc:

@@ -39,7 +39,9 @@ def _fails_cleanly(capsys: pytest.CaptureFixture[str], argv: list[str], code: in
         (["run", "--model", "oracel"], "Did you mean 'oracle'"),
         (["run", "--model", "openai:gpt"], "openai:<model>@<base_url>"),
         (["run", "--model", "oracle", "--limit", "0"], "limit must be at least 1"),
-        (["score", "/nonexistent/run"], "is not a run folder"),
+        (["score", "/nonexistent/run"], "/nonexistent/run does not exist: give a run folder"),
+        (["score", "/"], "is not a run folder (it has no config.json)"),
+        (["validate", "--data", "/nonexistent/data"], "/nonexistent/data is not a folder"),
         (["search", "  "], "give some keywords"),
         (["search", "alarm", "-k", "0"], "-k must be at least 1"),
         (["call", "[Calculatr(formula='1+1')]"], "Did you mean 'Calculator'"),
@@ -129,6 +131,20 @@ def test_score_takes_data_and_reports_coverage(capsys: pytest.CaptureFixture[str
     assert main(["score", str(out), "--data", str(Path(cli.__file__).resolve().parents[1] / "data" / "eval")]) == 0
     text = capsys.readouterr().out
     assert "coverage: 3 answered, 0 failed, 0 missing of 3 expected" in text and "PARTIAL" not in text
+    # Runs that differ only in prompt mode or folder read apart.
+    assert f"oracle (reference prompts) under protocol v2.1\n  {out}\n" in text
+
+
+def test_errors_counts_and_shares_each_category(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "no-call"
+    assert main(["run", "--model", "no-call", "--level", "1", "--limit", "4", "--task", "api", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["errors", str(out), "--json"]) == 0
+    rows = {r["category"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["No API Call"]["errors"] == 4 and rows["No API Call"]["share (%)"] == 100.0
+    assert rows["API Hallucination"]["errors"] == 0 and rows["not the model's"]["share (%)"] is None
+    assert main(["errors", str(out), "--ours"]) == 0
+    assert "| No API Call" in capsys.readouterr().out
 
 
 # --- signals and pipes, in a real process -----------------------------------------------------------
