@@ -98,13 +98,17 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
         assert (there.correct, there.category, there.call_text) == (here.correct, here.category, here.call_text), sample.key
 
 
-def test_the_small_lynx_v2_is_the_0_5b_with_its_adapter_in_chat_mode(qwen: object, bench: Benchmark, tmp_path: Path) -> None:
+def test_the_small_lynx_v2_is_the_0_5b_with_its_adapter_in_chat_mode(
+    qwen: object, bench: Benchmark, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     from apibank_lib.backends.llamacpp import LlamaCppBackend
     from apibank_lib.training.shipped import adapter_digest, adapter_folder
 
     if not (adapter_folder("lynx-0.5b") / "adapter_model.safetensors").is_file():
         pytest.fail("models/lynx-0.5b/adapter is missing: the small Lynx v2 ships with the repository")
+    capfd.readouterr()
     lynx = LlamaCppBackend(**LlamaCppBackend.target_options("lynx-0.5b"), threads=2)
+    assert "cannot use buft" not in capfd.readouterr().err  # llama.cpp's notice on every adapter load, filtered
     # Trained in chat form (its training.json says so), so evaluated in chat form, with a window that grows.
     assert lynx.default_prompt_mode() == "chat" and lynx.n_ctx is None
     assert lynx.template.sha == qwen.template.sha  # type: ignore[attr-defined]

@@ -69,6 +69,37 @@ def model_path(model: str) -> Path:
     return Path(model)
 
 
+_HARMLESS_LOG = ("cannot use buft", "n_ctx_seq", "n_ctx_per_seq")
+"""llama.cpp log lines printed at every adapter load or context setup that say nothing a user can act on: an
+adapter's tensors placed in plain CPU memory instead of the repacked layout, a context smaller than training."""
+
+_LOG_HOOK: Any = None
+
+
+def _quiet_llama_log() -> None:
+    """Route llama.cpp's log through a filter once per process: errors still print, the harmless lines above do not.
+
+    llama-cpp-python prints every line its logger's level lets through to stderr; with ``verbose=False`` that is
+    errors only, but some of llama.cpp's notices arrive at that level (24 lines per adapter load).
+    """
+    global _LOG_HOOK
+    if _LOG_HOOK is not None:
+        return
+    import ctypes
+    import sys
+
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback  # type: ignore[misc]
+    def hook(level: int, text: bytes, user_data: Any) -> None:
+        line = text.decode("utf-8", "replace")
+        if level == 3 and not any(marker in line for marker in _HARMLESS_LOG):  # GGML_LOG_LEVEL_ERROR
+            print(line, end="", file=sys.stderr, flush=True)
+
+    _LOG_HOOK = hook  # kept alive: llama.cpp holds only a C pointer to it
+    llama_cpp.llama_log_set(hook, ctypes.c_void_p(0))
+
+
 class LlamaCppBackend(Backend):
     """A GGUF model in-process through llama-cpp-python.
 
@@ -147,6 +178,7 @@ class LlamaCppBackend(Backend):
     def _load(self, n_ctx: int) -> None:
         from llama_cpp import Llama
 
+        _quiet_llama_log()
         start = time.perf_counter()
         self.llm = None  # free the old context first: two would need twice the memory
         self.llm = Llama(
