@@ -50,6 +50,7 @@ from apibank_lib.runs import (
     RunInfo,
     default_runs_dir,
     plan,
+    plan_of,
 )
 from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.types import ApiRecord, Context, Episode, Sample
@@ -167,15 +168,21 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
             f"{folder.path} holds answers from a server that ignored the tools ({ignored[0]['message']}); "
             "once the server is fixed, start the run over with --restart (restart=True)"
         )
+    plans: list[dict[str, Any]] = []
     if folder.exists():
-        previous = folder.read_info().identity
-        if previous != identity:
-            diffs = "; ".join(_differences(previous, identity))
+        before = folder.read_info()
+        if before.identity != identity:
+            diffs = "; ".join(_differences(before.identity, identity))
             raise ConfigError(
                 f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder"
             )
+        plans = before.all_plans()
+    if plan_of(config) not in plans:  # what this command asks for is added to what earlier ones asked for
+        plans = [*plans, plan_of(config)]
     settings = {k: v for k, v in asdict(config).items() if k not in ("out", "runs_dir", "restart")}
-    folder.write_info(RunInfo(identity, settings, backend.info(), str(bench.root), bench.official, _code_version()))
+    folder.write_info(
+        RunInfo(identity, settings, backend.info(), str(bench.root), bench.official, _code_version(), plans=plans)
+    )
     return folder
 
 

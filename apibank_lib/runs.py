@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,6 +42,8 @@ __all__ = [
     "Predictions",
     "RunFolder",
     "plan",
+    "plan_of",
+    "planned",
     "default_runs_dir",
 ]
 
@@ -195,6 +197,9 @@ class RunInfo:
         data: the data root the run used.
         official_release: whether that root is an official release.
         code_version: the package version and git commit.
+        plans: what every command that wrote into the folder asked for (its levels, limit, tasks and level-3
+            mode, each once, in order): what the folder is expected to hold is their union. Folders written before
+            plans were kept have one, read from ``config``.
     """
 
     identity: dict[str, Any]
@@ -203,6 +208,11 @@ class RunInfo:
     data: str
     official_release: bool
     code_version: str
+    plans: list[dict[str, Any]] = field(default_factory=list)
+
+    def all_plans(self) -> list[dict[str, Any]]:
+        """:attr:`plans`, or the one plan ``config`` holds for a folder written before they were kept."""
+        return self.plans or [plan_of(self.run_config())]
 
     @property
     def protocol(self) -> str:
@@ -441,6 +451,24 @@ class Predictions:
         return self.records.get(key)
 
 
+def plan_of(config: RunConfig) -> dict[str, Any]:
+    """The part of a config that says which samples and episodes it asks for: levels, limit, tasks, level-3 mode
+    (they may differ between the commands that write into one folder; what changes answers is in the identity)."""
+    return {"levels": list(config.levels), "limit": config.limit, "tasks": list(config.tasks), "level3": config.level3}
+
+
+def planned(bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]) -> list[Sample | Episode]:
+    """Every sample and episode any of ``plans`` asks for, each once, in dataset order (:func:`plan` of each)."""
+    seen: dict[str, Sample | Episode] = {}
+    for p in plans:
+        one = replace(config, levels=tuple(p["levels"]), limit=p["limit"], tasks=tuple(p["tasks"]), level3=p["level3"])
+        for item in plan(bench, one):
+            seen.setdefault(item.key, item)
+    everything = replace(config, levels=(1, 2, 3), limit=None, tasks=("api", "response"), level3="both")
+    order = {item.key: i for i, item in enumerate(plan(bench, everything))}
+    return sorted(seen.values(), key=lambda item: order.get(item.key, len(order)))
+
+
 def plan(bench: Benchmark, config: RunConfig) -> list[Sample | Episode]:
     """Every sample and episode the config asks for, in dataset order.
 
@@ -505,7 +533,7 @@ class RunFolder:
             raise ConfigError(f"{self.path} is not a run folder (it has no config.json)")
         try:
             raw = json.loads(self.config_path.read_text(encoding="utf-8"))
-            return RunInfo(**{f.name: raw[f.name] for f in fields(RunInfo)})
+            return RunInfo(**{f.name: raw[f.name] for f in fields(RunInfo) if f.name != "plans"}, plans=raw.get("plans", []))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DataError(
                 f"not a run config of this version ({type(exc).__name__}: {exc})", self.config_path

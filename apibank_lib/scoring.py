@@ -26,7 +26,7 @@ from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.grading import Grader
 from apibank_lib.protocols import LEGACY_VERSIONS, get_protocol
-from apibank_lib.runs import JudgmentRecord, Predictions, RunFolder, RunInfo, plan
+from apibank_lib.runs import JudgmentRecord, Predictions, RunFolder, RunInfo, planned
 from apibank_lib.taxonomy import PAPER_LABEL
 from apibank_lib.tools.searcher import ToolSearcher
 from apibank_lib.types import ApiCallSample, Episode, Sample
@@ -141,14 +141,14 @@ def judge_predictions(
 
 
 def coverage(bench: Benchmark, info: RunInfo, predictions: Predictions) -> dict[str, Any]:
-    """How much of what the run's settings ask for is in the folder.
+    """How much of what the commands that wrote the run asked for (:meth:`RunInfo.all_plans`) is in the folder.
 
     Returns:
         ``{"expected", "answered", "failed", "missing", "lines_dropped", "dropped", "partial"}``:
         answered excludes failed samples; a run is partial when something expected
         is missing or a line of its predictions file could not be read.
     """
-    expected = {x.key for x in plan(bench, info.run_config())}
+    expected = {x.key for x in planned(bench, info.run_config(), info.all_plans())}
     present = {k: r for k, r in predictions.records.items() if k in expected}
     failed = sum(1 for r in present.values() if r.failed)
     missing = len(expected) - len(present)

@@ -176,3 +176,36 @@ def test_preflight_failure_stops_before_anything_is_written(bench: Benchmark, tm
     with pytest.raises(BackendError, match="cannot reach http://127.0.0.1:9/v1") as info:
         run(RunConfig("openai:m@http://127.0.0.1:9/v1", levels=(1,), limit=2, out=str(tmp_path / "none")), backend=backend, bench=bench, progress=False)
     assert info.value.connection and not (tmp_path / "none").exists()
+
+
+def test_coverage_counts_what_every_command_into_a_folder_asked_for(bench: Benchmark, tmp_path: Path) -> None:
+    # A second command into the same folder with another task and limit adds to what the folder should hold.
+    from apibank_lib.runner import run
+    from apibank_lib.scoring import score_run
+
+    out = tmp_path / "two-commands"
+    run(RunConfig("oracle", levels=(1,), tasks=("api",), limit=6, out=str(out)), bench=bench, progress=False)
+    run(RunConfig("oracle", levels=(1,), tasks=("response",), limit=3, out=str(out)), bench=bench, progress=False)
+    info = RunFolder(out).read_info()
+    assert [p["tasks"] for p in info.all_plans()] == [["api"], ["response"]] and info.config["tasks"] == ["response"]
+    cov = score_run(out, bench=bench)["coverage"]
+    api = [s for s in bench.samples(1) if s.kind == "api"][:6]
+    replies = [s for s in bench.samples(1) if s.kind == "response"][:3]
+    assert cov["expected"] == len(api) + len(replies) == cov["answered"] and not cov["partial"]
+    # The same command again adds no plan.
+    run(RunConfig("oracle", levels=(1,), tasks=("api",), limit=6, out=str(out)), bench=bench, progress=False)
+    assert len(RunFolder(out).read_info().all_plans()) == 2
+
+
+def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(bench: Benchmark, tmp_path: Path) -> None:
+    import json
+
+    from apibank_lib.runner import run
+
+    out = tmp_path / "old"
+    run(RunConfig("oracle", levels=(1,), limit=2, out=str(out)), bench=bench, progress=False)
+    raw = json.loads((out / "config.json").read_text())
+    del raw["plans"]
+    (out / "config.json").write_text(json.dumps(raw))
+    info = RunFolder(out).read_info()
+    assert info.plans == [] and info.all_plans() == [{"levels": [1], "limit": 2, "tasks": ["api", "response"], "level3": "steps"}]
