@@ -107,6 +107,20 @@ def figures_dir() -> Path:
     return Path(os.environ.get("APIBANK_FIGURES") or PROJECT_ROOT / "figures")
 
 
+def _whole_numbers_as_integers(frame: Any) -> Any:
+    """A copy in which float columns holding only whole numbers (and blanks) are integers: a count with a blank
+    row becomes a float column in pandas, and would print as ``967.0``."""
+    pd = _pandas()
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if pd.api.types.is_float_dtype(values) and values.notna().any():
+            present = values.dropna()
+            if (present == present.round()).all() and present.abs().max() < 2**53:
+                out[column] = values.astype("Int64")
+    return out
+
+
 def save_table(frame: Any, name: str, directory: str | Path | None = None) -> dict[str, Path]:
     """Write a DataFrame as ``<name>.csv`` and ``<name>.md`` (a Markdown table) under the results folder.
 
@@ -116,6 +130,7 @@ def save_table(frame: Any, name: str, directory: str | Path | None = None) -> di
     folder = Path(directory) if directory is not None else results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"csv": folder / f"{name}.csv", "md": folder / f"{name}.md"}
+    frame = _whole_numbers_as_integers(frame)
     frame.to_csv(paths["csv"], index=False)
     shown = frame.astype(object).where(frame.notna(), "")  # an empty cell, not "nan", where a value does not apply
     paths["md"].write_text(shown.to_markdown(index=False, disable_numparse=True) + "\n", encoding="utf-8")
@@ -685,7 +700,7 @@ def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: f
        of at least ``reply_threshold``; a call followed by another call passes.
 
     Returns:
-        One row per level and stage: samples reaching it, and their share (%) of the level's samples.
+        One row per level and stage: the model, the samples reaching it, and their share (%) of the level's samples.
     """
     pd = _pandas()
     bench = bench or load_benchmark(run.info.data)
@@ -722,6 +737,7 @@ def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: f
         for stage, n in zip(FUNNEL_STAGES, counts):
             rows.append(
                 {
+                    "model": run.model,
                     "level": level,
                     "ability": ABILITIES[level],
                     "stage": stage,

@@ -176,3 +176,13 @@ def test_the_toolalpaca_figure_says_what_each_row_was_trained_and_measured_on(tm
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["Lynx (trained on 6,184)", "base (not fine-tuned; n=150 API-call samples)"]
     assert (tmp_path / "toolalpaca_comparison.png").is_file()
+
+
+def test_saved_tables_print_counts_as_whole_numbers(tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"model": ["a", "b"], "training samples": [10366.0, None], "acc": [53.88, 27.0]})
+    paths = analysis.save_table(frame, "counts", tmp_path)
+    assert paths["csv"].read_text().splitlines() == ["model,training samples,acc", "a,10366,53.88", "b,,27.0"]
+    assert "| a       | 10366 " in paths["md"].read_text()
+    assert frame["training samples"].dtype == float  # the caller's frame is left as it was
