@@ -195,7 +195,7 @@ def reproduce(
             str(out / path.name),
             parameters=given,
             cwd=str(path.parent),
-            progress_bar=False,
+            progress_bar=progress is not None,  # a bar over the notebook's cells: minutes of model runs are not silent
             kernel_name="python3",
         )
         done.seconds[path.name] = round(time.perf_counter() - start, 1)
