@@ -35,7 +35,6 @@ import ipywidgets as widgets
 from apibank_lib.calls import format_call
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
-from apibank_lib.prompts import target_text
 from apibank_lib.runs import JudgmentRecord, PredictionRecord, RunFolder
 from apibank_lib.scoring import score_run, scored_version, version_note
 from apibank_lib.taxonomy import ErrorCategory
@@ -264,7 +263,8 @@ def _api_sample(sample: ApiCallSample, runs: Sequence[LoadedRun]) -> str:
     """The gold call and result beside each run's call, result, verdict and error category."""
     title = f"sample {sample.sample_id} · API call · {sample.gold.api_name}"
     title += " (duplicate)" if sample.duplicate else ""
-    gold = ("gold", ["", _code(target_text(sample)), _show(sample.gold.output), "", ""])
+    # The gold call as the runs' calls are shown (our call syntax), without the prompt's "API-Request:" lead.
+    gold = ("gold", ["", _code(format_call(sample.gold.call)), _show(sample.gold.output), "", ""])
     columns = [gold, *((html.escape(r.label), _api_cells(sample.key, r)) for r in runs)]
     return f"<h4>{html.escape(title)}</h4>" + _table(_API_ROWS, columns)
 
@@ -292,7 +292,8 @@ def _episode_cells(key: str, run: LoadedRun) -> list[str]:
     j, p = run.judgments.get(key), run.predictions.get(key)
     if j is None or p is None:
         return [_absent(p), "", "", "", ""]
-    end_state = "" if j.same_end_state is None else _verdict(j.same_end_state, "as gold", "differs")
+    # Not a verdict alone: an episode that changed nothing ends "as gold" wherever the gold calls change nothing.
+    end_state = "" if j.same_end_state is None else ("same as gold" if j.same_end_state else "differs from gold")
     ended = html.escape(f"{p.stopped} after {len(p.steps)} steps") + (f": {_show(p.output)}" if p.output else "")
     return [
         _verdict(j.correct, "✓ solved", "✗ not solved"),
@@ -525,6 +526,7 @@ class Explorer:
         lengths = [len(r.predictions[key].steps) for r in self.chosen if key is not None and key in r.predictions]
         with self._quiet():
             self.step_slider.max = max([1, *lengths])
+            self.step_slider.description = f"step (of {self.step_slider.max})"
             if reset:
                 self.step_slider.value = 1
         self.step_slider.layout.display = "" if any(lengths) else "none"

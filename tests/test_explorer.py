@@ -11,7 +11,8 @@ import nbformat
 import papermill
 import pytest
 
-from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, RunFolder, run, target_text, workbench
+from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, RunFolder, run, workbench
+from apibank_lib.calls import format_call
 from apibank_lib.explorer import ALL, CORRECT, Explorer
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explorer.ipynb"
@@ -43,7 +44,7 @@ def test_the_view_shows_the_gold_call_beside_each_runs_verdict(bench: Benchmark,
     assert explorer.compare_select.value == 1  # the second run is shown beside the first
     sample = _first_api_sample(bench, 1, explorer.dialogue_select.value)
     view = explorer.view.value
-    assert html.escape(target_text(sample)) in view
+    assert html.escape(format_call(sample.gold.call)) in view
     # the first sample's table: the gold column has no verdict, then the oracle's, then no-call's
     verdicts = re.search(r"verdict</th><td[^>]*></td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td>", view)
     assert verdicts is not None and "✓ correct" in verdicts[1] and "✗ wrong" in verdicts[2]
@@ -57,7 +58,7 @@ def test_choosing_another_dialogue_changes_the_view(bench: Benchmark, explorer: 
     explorer.dialogue_select.value = other
     assert explorer.view.value != before
     assert html.escape(other) in explorer.view.value
-    assert html.escape(target_text(_first_api_sample(bench, 1, other))) in explorer.view.value
+    assert html.escape(format_call(_first_api_sample(bench, 1, other).gold.call)) in explorer.view.value
 
 
 def test_one_run_alone_and_the_same_run_twice_show_one_column(explorer: Explorer) -> None:
@@ -104,11 +105,15 @@ def test_level_3_steps_through_each_runs_agent_episode(explorer: Explorer, runs:
     assert item == "0" and explorer.step_slider.layout.display == ""
     oracle_steps = runs[0].read_predictions().records["L3/episode/0"].steps
     assert len(oracle_steps) > 1 and explorer.step_slider.max == len(oracle_steps)
+    assert explorer.step_slider.description == f"step (of {len(oracle_steps)})"
     for number, step in enumerate(oracle_steps, start=1):
         explorer.step_slider.value = number
         assert f"agent episode · step {number}" in explorer.view.value
         assert html.escape(step.call or "") in explorer.view.value
     assert "✓ solved" in explorer.view.value and "✗ not solved" in explorer.view.value
+    # The end state is a fact beside the verdict, never a green mark of its own (no-call's episode changed nothing).
+    assert "same as gold" in explorer.view.value or "differs from gold" in explorer.view.value
+    assert "as gold</span>" not in explorer.view.value
     explorer.dialogue_select.value = "1"  # another item starts again at its first step
     assert explorer.step_slider.value == 1
 
@@ -117,7 +122,7 @@ def test_without_runs_every_dialogue_is_listed_with_its_gold(bench: Benchmark) -
     explorer = Explorer(bench, level=3)
     assert _listed(explorer) == [str(item.id) for item in bench.level3]
     assert explorer.run_select.value is None and explorer.compare_select.value is None
-    assert html.escape(target_text(_first_api_sample(bench, 3, "0"))) in explorer.view.value
+    assert html.escape(format_call(_first_api_sample(bench, 3, "0").gold.call)) in explorer.view.value
     assert explorer.step_slider.layout.display == "none" and "agent episode" not in explorer.view.value
 
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from apibank_lib import ApiCallSample, Benchmark, target_text
+from apibank_lib import ApiCallSample, Benchmark
+from apibank_lib.calls import format_call
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "explorer.ipynb"
@@ -160,7 +161,7 @@ def jupyter_lab(root: Path, tmp: Path) -> Iterator[tuple[str, str]]:
 def _gold_call(bench: Benchmark, dialogue_id: str) -> str:
     sample = next(s for s in bench.samples(1, "api") if s.dialogue_id == dialogue_id)
     assert isinstance(sample, ApiCallSample)
-    return target_text(sample)
+    return format_call(sample.gold.call)
 
 
 def _open_and_run_all(page: Any, url: str) -> None:
