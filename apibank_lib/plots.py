@@ -121,10 +121,17 @@ def errors_figure(distribution: Any, *, name: str = "error_distribution", direct
     shares = distribution[~distribution["category"].isin(["errors counted", "not the model's"])].set_index("category")
     shares = shares.fillna(0.0)
     shares = shares.loc[:, shares.sum(axis=0) > 0]  # a run without errors has nothing to show
+    counted = distribution.set_index("category").loc["errors counted"] if "errors counted" in set(distribution["category"]) else None
+
+    def label(column: str) -> str:  # how many wrong calls each bar is made of (none is given for reported columns)
+        n = None if counted is None else counted.get(column)
+        return column if n is None or n != n else f"{column} (n={int(n)})"
+
+    bars = [label(c) for c in shares.columns]
     fig, ax = plt.subplots(figsize=(9, 0.55 * max(3, len(shares.columns)) + 1.2))
     left = [0.0] * len(shares.columns)
     for category, row in shares.iterrows():
-        ax.barh(list(shares.columns), row.values, left=left, label=category)
+        ax.barh(bars, row.values, left=left, label=category)
         left = [a + b for a, b in zip(left, row.values)]
     ax.set_xlabel("share of the model's wrong API calls (%)")
     ax.set_xlim(0, 100)
@@ -269,8 +276,9 @@ def retrieval_figure(
     ax.set_xticks(range(len(retrievers)), retrievers)
     ax.set_ylabel(f"{metric} (%)" if metric != "MRR" else "mean reciprocal rank")
     ax.set_ylim(0, 105 if metric != "MRR" else 1.05)
-    ax.set_title(f"ToolSearcher retrieval, {metric} per retriever (measured here, 95% CI over distinct queries)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"ToolSearcher retrieval by {by}, {metric} per retriever (measured here, 95% CI over distinct queries)")
+    # Below the axes: inside, the legend covered the bars of the last retrievers.
+    ax.legend(fontsize=8, ncol=min(len(groups), 5), loc="upper center", bbox_to_anchor=(0.5, -0.12))
     save(fig, name, directory)
     return fig
 
