@@ -164,8 +164,15 @@ def breakdown_figure(
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(breakdown) + 1.2))
     labels = [f"L{lv} {g}" for lv, g in zip(breakdown["level"], breakdown[by])]
-    err = [breakdown["acc"] - breakdown["acc low"], breakdown["acc high"] - breakdown["acc"]]
-    ax.barh(labels, breakdown["acc"], xerr=err, capsize=2, color="tab:blue")
+    acc = breakdown["acc"].astype(float)
+    err = [(acc - breakdown["acc low"]).fillna(0), (breakdown["acc high"] - acc).fillna(0)]
+    ax.barh(labels, acc.fillna(0), xerr=err, capsize=2, color="tab:blue")
+    # 0% is a bar of no length; a group with no API-call sample says so, so that the two never look alike.
+    for i, value in enumerate(acc):
+        if value != value:
+            ax.text(1, i, "no API-call sample", va="center", fontsize=7, color="grey")
+        elif value == 0:
+            ax.text(1, i, "0%", va="center", fontsize=7)
     ax.set_xlabel("API-call accuracy (%), 95% CI")
     ax.set_xlim(0, 105)
     ax.invert_yaxis()
@@ -203,7 +210,8 @@ def domains_figure(table: Any, *, name: str = "calls_by_domain", directory: str 
         bottom = [a + b for a, b in zip(bottom, table[col])]
     ax.set_ylabel("gold API calls")
     ax.set_xlabel("domain")
-    ax.tick_params(axis="x", rotation=25)
+    plt.setp(ax.get_xticklabels(), rotation=30, ha="right")  # long domain names overlapped when centred
+    fig.tight_layout()
     ax.set_title("Gold API calls per domain and level (measured on the data)")
     ax.legend(fontsize=8)
     save(fig, name, directory)
