@@ -48,6 +48,7 @@ from apibank_lib.tools.searcher import ToolSearcher, retrieved_names
 from apibank_lib.types import ApiCallSample, ApiRecord, ToolSchema
 
 __all__ = [
+    "TIMING_COLUMNS",
     "RetrievalQuery",
     "QuerySet",
     "gold_searches",
@@ -66,6 +67,7 @@ __all__ = [
     "RULE_SETS",
     "POOLED",
     "split_of",
+    "without_timings",
 ]
 
 VARIANTS_FILE = PROJECT_ROOT / "data" / "retrieval" / "queries.yaml"
@@ -77,6 +79,16 @@ the rewordings' tuning part, on which the enriched retriever's settings were cho
 
 POOLED = "pooled"
 """The name of the pooled total over :data:`RULE_SETS` in :func:`set_table`."""
+
+
+TIMING_COLUMNS = ("warm ms (median)", "cold ms")
+"""The columns of :func:`retrieval_table` that time this machine, not the retrievers' quality: shown, but left out
+of the tables committed to ``results/`` (:func:`without_timings`), which must not change from one run to the next."""
+
+
+def without_timings(table: Any) -> Any:
+    """A retrieval table without its :data:`TIMING_COLUMNS` (``benchmarks/retrieval_latency.py`` measures latency)."""
+    return table.drop(columns=[c for c in TIMING_COLUMNS if c in table.columns])
 
 
 @dataclass(frozen=True)

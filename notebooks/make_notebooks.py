@@ -414,7 +414,7 @@ benchmark only).
         md("## Every retriever on the retrieval benchmark\n\nWarm ms: the median time of a search for a query new to the retriever (its embedding computed); cold ms: building the retriever once the embedding model is loaded. `benchmarks/retrieval_latency.py` measures latency more carefully."),
         code(
             "table = retrieval.retrieval_table(bench, RETRIEVERS, queries=queries, n_boot=N_BOOT, seed=SEED)\n"
-            'analysis.save_table(table, "retrieval")\ntable'
+            'analysis.save_table(retrieval.without_timings(table), "retrieval")\ntable'
         ),
         code(f'{CHECK}\nQUALITY = ["retriever", "split", "queries", "hit@1", "hit@1 low", "hit@1 high", "hit@3", "MRR"]\ntable[QUALITY]'),
         code('plots.retrieval_figure(table, by="split");'),
@@ -426,7 +426,7 @@ benchmark only).
         code(
             f"{CHECK}\nheld = [q for q in queries if q.split == \"held-out\"]\n"
             'by_kind = retrieval.retrieval_table(bench, [PAPER.retriever, V2.retriever], queries=held, by=("kind",), n_boot=N_BOOT, seed=SEED)\n'
-            'analysis.save_table(by_kind, "retrieval_by_kind")\nby_kind[["retriever", "kind", "queries", "hit@1", "hit@1 low", "hit@1 high", "MRR"]]'
+            'analysis.save_table(retrieval.without_timings(by_kind), "retrieval_by_kind")\nby_kind[["retriever", "kind", "queries", "hit@1", "hit@1 low", "hit@1 high", "MRR"]]'
         ),
         code('plots.retrieval_figure(by_kind, by="kind", name="retrieval_by_kind");'),
         md("By level and by domain, every query:"),
@@ -436,7 +436,7 @@ benchmark only).
         ),
         code(
             'by_domain = retrieval.retrieval_table(bench, [PAPER.retriever, V2.retriever], queries=queries, by=("domain",), n_boot=N_BOOT, seed=SEED)\n'
-            'analysis.save_table(by_domain, "retrieval_by_domain")\n'
+            'analysis.save_table(retrieval.without_timings(by_domain), "retrieval_by_domain")\n'
             'by_domain.pivot(index="domain", columns="retriever", values="hit@1")'
         ),
         md("""
@@ -463,7 +463,7 @@ retriever qualifies when its hit@1 is not below the paper recipe's on any of the
         md("## Gold keywords\n\nThe gold ToolSearcher calls alone: a retriever that misses one makes `v2` mark the gold call itself wrong."),
         code(
             f'{CHECK}\ngold = retrieval.retrieval_table(bench, RETRIEVERS, queries=retrieval.gold_searches(bench), by=("level",), n_boot=N_BOOT, seed=SEED)\n'
-            'analysis.save_table(gold, "retrieval_gold")\ngold[["retriever", "level", "queries", "hit@1", "hit@3", "MRR"]]'
+            'analysis.save_table(retrieval.without_timings(gold), "retrieval_gold")\ngold[["retriever", "level", "queries", "hit@1", "hit@3", "MRR"]]'
         ),
         code(
             f"{CHECK}\nfound = gold[gold.retriever == V2.retriever]\n"

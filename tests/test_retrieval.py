@@ -428,3 +428,13 @@ def test_the_retrieval_command_prints_the_sets_and_the_default(capsys: pytest.Ca
     assert {r["retriever"] for r in out["table"]} == {"embedding", "bm25"} and out["table"][-1]["set"] == POOLED
     assert out["default"] == "embedding" and out["why"].startswith("no retriever is not below embedding")
     assert out["v2_retriever"] == V2.retriever
+
+
+def test_committed_retrieval_tables_leave_this_machines_timings_out() -> None:
+    import pandas as pd
+
+    from apibank_lib.retrieval import TIMING_COLUMNS, without_timings
+
+    table = pd.DataFrame({"retriever": ["embedding"], "hit@1": [90.0], "warm ms (median)": [3.1], "cold ms": [120.0]})
+    assert list(without_timings(table).columns) == ["retriever", "hit@1"]
+    assert set(TIMING_COLUMNS) <= set(table.columns)  # the table keeps them for showing
