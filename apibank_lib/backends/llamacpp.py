@@ -100,6 +100,17 @@ def _quiet_llama_log() -> None:
     llama_cpp.llama_log_set(hook, ctypes.c_void_p(0))
 
 
+def build_info() -> dict[str, str]:
+    """What of this llama.cpp build can change an answer: the package version and the CPU features it was built
+    for (the same model and prompt can round differently with another kernel); recorded in every run's config."""
+    import llama_cpp
+
+    return {
+        "llama_cpp_python": str(getattr(llama_cpp, "__version__", "?")),
+        "llama_cpp_system": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(" |"),
+    }
+
+
 class LlamaCppBackend(Backend):
     """A GGUF model in-process through llama-cpp-python.
 
@@ -252,6 +263,7 @@ class LlamaCppBackend(Backend):
             "decoding": "greedy",
             "adapter": self.adapter,
             "prefix_reuse": self.prefix_reuse,
+            **build_info(),
         }
 
     # --- answering -----------------------------------------------------------------------------------
