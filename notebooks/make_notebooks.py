@@ -454,7 +454,7 @@ retriever qualifies when its hit@1 is not below the paper recipe's on any of the
             'analysis.save_table(by_set, "retrieval_sets")\n'
             'by_set.pivot(index="retriever", columns="set", values="hit@1")'
         ),
-        code(f"{CHECK}\nchosen, why = retrieval.choose_default(by_set)\nprint(f\"v2's retriever by the rule: {chosen} ({V2.retriever} in the protocol)\")\nprint(why)"),
+        code(f"{CHECK}\nchosen, why = retrieval.choose_default(by_set)\nprint(f\"v2's retriever by the rule: {{chosen}} ({{V2.retriever}} in the protocol)\")\nprint(why)"),
         md("## How the enriched retriever was set\n\nIts score is `(1 - weight) * cos(query, name and description) + weight * max cos(query, example phrasing)`, minus `penalty` when the query asks for another action than the API's. Both were picked as the best of this grid on the **tuning** queries (ties: the smaller values); held-out queries were not used."),
         code(
             f"{CHECK}\ngrid = retrieval.tune_enriched(bench, queries=queries)\n"
