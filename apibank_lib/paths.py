@@ -10,10 +10,13 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["PROJECT_ROOT", "cache_dir", "save_atomically"]
+__all__ = ["NOTEBOOKS_DIR", "PROJECT_ROOT", "cache_dir", "save_atomically"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The project (or source tree) the package sits in: ``data/``, ``models/``, ``results/``, ``figures/``."""
+
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+"""The numbered notebooks and the explorer, each a ``.ipynb`` paired with a ``.py`` text file."""
 
 
 def cache_dir() -> Path:

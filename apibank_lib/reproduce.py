@@ -18,14 +18,11 @@ from typing import Any
 
 from apibank_lib.analysis import figures_dir, results_dir
 from apibank_lib.errors import ConfigError
-from apibank_lib.paths import PROJECT_ROOT
+from apibank_lib.paths import NOTEBOOKS_DIR
 
 __all__ = [
     "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "parse_param", "reproduce",
 ]
-
-NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
-"""The committed notebooks."""
 
 INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b", "llamacpp:lynx-0.5b")
 """The embedded instruct models (the ``instruct`` extra) and the small Lynx v2 (our adapter on the 0.5B), evaluated in

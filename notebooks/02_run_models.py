@@ -1,0 +1,74 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Run models
+#
+# Runs each model over the chosen levels into a run folder (resumable: a run that exists is only completed), then
+# scores it. By default: the three reference backends (oracle, no-call, heuristic); the embedded Gemma 3 270M base
+# model and its small Lynx, prompted with the paper's flattened text; and the embedded instruct models
+# Qwen2.5-Coder-0.5B and 1.5B, prompted in `chat` mode (the dialogue as chat turns, earlier calls as tool calls and
+# tool messages, the APIs as JSON-Schema tools, all rendered by the model's own chat template), and the small Lynx v2
+# (our LoRA adapter on the 0.5B, trained in chat form), each on a sized-down subset. Any model behind an OpenAI-compatible endpoint (`openai:<model>@<base_url>`) or a local transformers model
+# (`hf:<path>`) can be added to `MODELS`.
+
+# %%
+from apibank_lib import load_benchmark
+from apibank_lib import analysis, workbench
+
+# %% tags=["parameters"]
+DATA = None  # the bundled benchmark; or the root of an official API-Bank release
+PROTOCOL = "v2"  # or "paper", the original evaluator
+MODELS = [
+    "oracle", "no-call", "heuristic",  # reference backends
+    "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
+    "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
+    "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
+]  # any openai:<model>@<url> or hf:<path> too
+LEVELS = [1, 2, 3]
+LIMIT = 10  # samples (and level-3 episodes) per level; None for all
+MODEL_LIMITS = {  # smaller limits for slow models
+    "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
+    "llamacpp:lynx-0.5b": 2,
+}
+LEVEL3 = "both"  # teacher-forced steps and agent episodes
+MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
+OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
+RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
+
+# %%
+bench = load_benchmark(DATA)
+
+# %%
+runs, summary = workbench.run_models(
+    MODELS, bench, protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS,
+    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR, progress=False,
+)
+runs = analysis.load_runs(runs, bench=bench)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+summary[["model", "limit per level", "run folder"]]
+
+# %%
+summary
+
+# %% [markdown]
+# Each run, side by side: accuracy and ROUGE-L (both packages) per level, and its coverage.
+
+# %%
+comparison = analysis.compare_runs(runs)
+analysis.save_table(comparison, "runs")
+comparison

@@ -1,0 +1,118 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Scores
+#
+# The paper's main table (API-call accuracy and ROUGE-L per ability, and in total) for every run, with 95%
+# confidence intervals that resample dialogues, beside the paper's reported rows; paired comparisons of chosen runs;
+# accuracy by domain. "Total" accuracy is the micro average over every API-call sample of the three levels; the
+# paper's level-3 accuracy counts solved items, which the agent-loop episodes measure.
+
+# %%
+from apibank_lib import load_benchmark
+from apibank_lib import analysis, plots, workbench
+
+# %% tags=["parameters"]
+DATA = None  # the bundled benchmark; or the root of an official API-Bank release
+PROTOCOL = "v2"  # or "paper", the original evaluator
+MODELS = [
+    "oracle", "no-call", "heuristic",  # reference backends
+    "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
+    "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
+    "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
+]  # any openai:<model>@<url> or hf:<path> too
+LEVELS = [1, 2, 3]
+LIMIT = 10  # samples (and level-3 episodes) per level; None for all
+MODEL_LIMITS = {  # smaller limits for slow models
+    "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
+    "llamacpp:lynx-0.5b": 2,
+}
+LEVEL3 = "both"  # teacher-forced steps and agent episodes
+MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
+OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
+RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
+N_BOOT = 200  # bootstrap replicates
+SEED = 0
+PAIRS = [["heuristic", "no-call"]]  # (A, B) pairs to compare
+BREAKDOWN_MODEL = "heuristic"
+
+# %%
+bench = load_benchmark(DATA)
+
+# %%
+runs, summary = workbench.run_models(
+    MODELS, bench, protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS,
+    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR, progress=False,
+)
+runs = analysis.load_runs(runs, bench=bench)
+
+# %% [markdown]
+# ## The main table
+#
+# Every run measured here, and the paper's rows (reported).
+
+# %%
+main = analysis.main_table(runs, n_boot=N_BOOT, seed=SEED)
+analysis.save_table(main, "main_table")
+compact = analysis.compact_main_table(main)
+analysis.save_table(compact, "main_table_compact")
+compact
+
+# %% [markdown]
+# The reference backends' rows do not depend on the machine: they are checked when the notebooks are tested.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+analysis.main_table(analysis.select(runs, prompt_mode="reference"), dated=False, n_boot=N_BOOT, seed=SEED)
+
+# %%
+plots.accuracy_figure(main);
+
+# %% [markdown]
+# ## ROUGE-L by package
+#
+# `v2` reports ROUGE-L of the `rouge-score` package (stemming off), `paper` that of the `rouge` package, as the original evaluator did; both are computed for every reply.
+
+# %%
+comparison = analysis.compare_runs(runs)
+plots.rouge_figure(comparison);
+
+# %% [markdown]
+# ## Paired comparisons
+#
+# A - B on the samples both runs answered, with a 95% interval and the p-value of a permutation test that flips whole dialogues.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+pairs = analysis.paired_tables(runs, PAIRS, n_boot=N_BOOT, seed=SEED)
+analysis.save_table(pairs, "paired_comparisons")
+pairs
+
+# %% [markdown]
+# ## Accuracy by domain, and in single- and multi-call dialogues
+
+# %%
+# NBVAL_CHECK_OUTPUT
+by_domain = analysis.breakdown(analysis.by_model(runs, BREAKDOWN_MODEL), "domain", n_boot=N_BOOT, seed=SEED)
+analysis.save_table(by_domain, "accuracy_by_domain")
+by_domain
+
+# %%
+plots.breakdown_figure(by_domain, "domain", title=BREAKDOWN_MODEL);
+
+# %%
+# NBVAL_CHECK_OUTPUT
+analysis.breakdown(analysis.by_model(runs, BREAKDOWN_MODEL), "calls", bench=bench, n_boot=N_BOOT, seed=SEED)

@@ -1,0 +1,143 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Errors
+#
+# Every wrong API call of every run, by error category: in the paper's seven categories (ours mapped onto them:
+# "Wrong Values" counts as "Invalid Input Parameters") beside the paper's reported shares, and in our own; examples of
+# each; and the step funnel: how far each gold call gets, from retrieving the right API to a good reply.
+
+# %%
+import pandas as pd
+from apibank_lib import load_benchmark
+from apibank_lib import analysis, plots, workbench
+from apibank_lib.formats.train_corpus import corpus_schemas
+
+# %% tags=["parameters"]
+DATA = None  # the bundled benchmark; or the root of an official API-Bank release
+PROTOCOL = "v2"  # or "paper", the original evaluator
+MODELS = [
+    "oracle", "no-call", "heuristic",  # reference backends
+    "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
+    "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
+    "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
+]  # any openai:<model>@<url> or hf:<path> too
+LEVELS = [1, 2, 3]
+LIMIT = 10  # samples (and level-3 episodes) per level; None for all
+MODEL_LIMITS = {  # smaller limits for slow models
+    "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
+    "llamacpp:lynx-0.5b": 2,
+}
+LEVEL3 = "both"  # teacher-forced steps and agent episodes
+MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
+OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
+RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
+FUNNEL_MODEL = "heuristic"
+EXAMPLES_MODEL = "heuristic"
+GAIN = {"Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b", "small Lynx v2": "llamacpp:lynx-0.5b"}  # base, fine-tuned
+CALL_LIMIT = 10  # level-1 API-call samples for base against fine-tuned; None for all
+
+# %%
+bench = load_benchmark(DATA)
+
+# %%
+runs, summary = workbench.run_models(
+    MODELS, bench, protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS,
+    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR, progress=False,
+)
+runs = analysis.load_runs(runs, bench=bench)
+
+# %% [markdown]
+# ## Error distribution, the paper's layout
+
+# %%
+errors = analysis.error_distribution(runs)
+analysis.save_table(errors, "error_distribution")
+errors
+
+# %%
+# NBVAL_CHECK_OUTPUT
+analysis.error_distribution(analysis.select(runs, prompt_mode="reference"))
+
+# %%
+plots.errors_figure(errors);
+
+# %% [markdown]
+# ## Our categories
+#
+# As measured, without mapping; checker and tool errors blame our code, not the model, and are counted apart.
+
+# %%
+ours = analysis.error_distribution(runs, mapped=False)
+analysis.save_table(ours, "error_distribution_ours")
+ours
+
+# %% [markdown]
+# ## The step funnel
+
+# %%
+# NBVAL_CHECK_OUTPUT
+funnel = analysis.funnel(analysis.by_model(runs, FUNNEL_MODEL), bench)
+analysis.save_table(funnel, "funnel")
+funnel
+
+# %%
+plots.funnel_figure(funnel, title=FUNNEL_MODEL);
+
+# %% [markdown]
+# ## Examples of each category
+
+# %%
+# NBVAL_CHECK_OUTPUT
+examples = analysis.failure_examples(analysis.by_model(runs, EXAMPLES_MODEL))
+analysis.save_table(examples, "failure_examples")
+examples
+
+# %% [markdown]
+# ## Where the gain comes from: base against fine-tuned
+#
+# The instruct 0.5B zero-shot and the small Lynx v2 (its LoRA on our corpus) on the same level-1 API-call samples
+# (`CALL_LIMIT`; `apibank reproduce --only 04 05 --param CALL_LIMIT=None` answers all of them, in the run folders
+# notebook 05 uses): their errors,
+# how far their calls get, and their accuracy by how much of each gold API our training corpus has seen. No benchmark
+# API name occurs in the corpus, by construction, so the groups differ in how many of the API's parameter names the
+# corpus's APIs share.
+
+# %%
+gain_folders, _ = workbench.run_models(
+    list(GAIN.values()), bench, protocol=PROTOCOL, levels=[1], limit=CALL_LIMIT, tasks=("api",), runs_dir=RUNS_DIR,
+    progress=False,
+)
+gain = analysis.on_common_samples(analysis.load_runs(gain_folders, bench=bench), level=1, kind="api")
+gain_errors = analysis.error_distribution(gain, reported_columns=False)
+analysis.save_table(gain_errors, "error_distribution_gain")
+gain_errors
+
+# %%
+funnels = {name: analysis.funnel(r, bench) for r, name in zip(gain, GAIN)}
+gain_funnel = pd.concat([f.assign(model=name) for name, f in funnels.items()], ignore_index=True)
+analysis.save_table(gain_funnel, "funnel_gain")
+gain_funnel
+
+# %%
+for (name, f), figure in zip(funnels.items(), ("funnel_base", "funnel_fine_tuned")):
+    plots.funnel_figure(f, title=name, name=figure)
+
+# %%
+corpus = corpus_schemas()
+seen = pd.concat([analysis.seen_in_training(r, bench, corpus).assign(model=name) for r, name in zip(gain, GAIN)], ignore_index=True)
+analysis.save_table(seen, "seen_in_training")
+seen
