@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apibank_lib.calls import parse_first_call
 from apibank_lib.datasets import Benchmark, load_benchmark, statistics
@@ -50,6 +50,9 @@ from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import domains
 from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample, ToolSchema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ScoredRun",
@@ -328,7 +331,7 @@ def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float 
 
 def main_table(
     runs: Sequence[ScoredRun], *, reported_rows: bool = True, dated: bool = True, n_boot: int = N_BOOT, seed: int = SEED
-) -> Any:
+) -> pd.DataFrame:
     """The paper's main table: accuracy and ROUGE-L per ability and in total, one row per run.
 
     Columns: the run's labels, ``source`` ("measured here" or "reported"), ``date``,
@@ -371,7 +374,7 @@ def main_table(
     return pd.DataFrame(rows)
 
 
-def compact_main_table(main: Any) -> Any:
+def compact_main_table(main: Any) -> pd.DataFrame:
     """The main table for reading: one column per ability, accuracy as ``value [low, high]`` with ROUGE-L beside.
 
     Args:
@@ -407,7 +410,7 @@ def compact_main_table(main: Any) -> Any:
     return pd.DataFrame(rows)
 
 
-def compare_runs(runs: Sequence[ScoredRun]) -> Any:
+def compare_runs(runs: Sequence[ScoredRun]) -> pd.DataFrame:
     """Many runs side by side: labels, accuracy and ROUGE-L (both packages) per level, coverage, empty answers.
 
     The columns say which ROUGE-L package each number is from; the protocol's
@@ -450,7 +453,7 @@ def _calls_per_dialogue(bench: Benchmark) -> dict[tuple[int, str], int]:
 
 def breakdown(
     run: ScoredRun, by: str, *, bench: Benchmark | None = None, n_boot: int = N_BOOT, seed: int = SEED
-) -> Any:
+) -> pd.DataFrame:
     """API-call accuracy of one run broken down by ``api``, ``domain`` or ``calls`` (single- vs multi-call dialogues).
 
     Returns:
@@ -481,7 +484,7 @@ def breakdown(
 
 def paired_tables(
     runs: Sequence[ScoredRun], pairs: Sequence[Sequence[str]], *, n_boot: int = N_BOOT, seed: int = SEED
-) -> Any:
+) -> pd.DataFrame:
     """:func:`paired_table` for each ``(model A, model B)`` pair, in one DataFrame with the models named."""
     pd = _pandas()
     frames = []
@@ -493,7 +496,7 @@ def paired_tables(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> Any:
+def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
     """Run A against run B on the API-call samples (and replies) both answered: per level and overall.
 
     Returns:
@@ -536,7 +539,9 @@ def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int 
 # --- errors ------------------------------------------------------------------------------------------------
 
 
-def error_distribution(runs: Sequence[ScoredRun], *, mapped: bool = True, reported_columns: bool = True) -> Any:
+def error_distribution(
+    runs: Sequence[ScoredRun], *, mapped: bool = True, reported_columns: bool = True
+) -> pd.DataFrame:
     """The share (%) of each run's wrong API calls per error category, one column per run.
 
     Args:
@@ -563,7 +568,7 @@ def error_distribution(runs: Sequence[ScoredRun], *, mapped: bool = True, report
     return pd.DataFrame(table)
 
 
-def error_counts(runs: Sequence[ScoredRun], *, mapped: bool = True) -> Any:
+def error_counts(runs: Sequence[ScoredRun], *, mapped: bool = True) -> pd.DataFrame:
     """Each run's wrong API calls per error category, as counts and shares (%), one row per run and category.
 
     Categories as in :func:`error_distribution` (the paper's seven, or ours with ``mapped=False``); the errors that
@@ -583,7 +588,7 @@ def error_counts(runs: Sequence[ScoredRun], *, mapped: bool = True) -> Any:
     return pd.DataFrame(rows)
 
 
-def failure_examples(run: ScoredRun, *, per_category: int = 2) -> Any:
+def failure_examples(run: ScoredRun, *, per_category: int = 2) -> pd.DataFrame:
     """The first few wrong API calls of each error category: the gold API, the call made, why it is wrong."""
     pd = _pandas()
     taken: dict[str, int] = defaultdict(int)
@@ -680,7 +685,7 @@ def _names_and_values(
         return True, False
 
 
-def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: float = REPLY_THRESHOLD) -> Any:
+def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: float = REPLY_THRESHOLD) -> pd.DataFrame:
     """How far each gold call gets, stage by stage, per level (the :data:`FUNNEL_STAGES`).
 
     The unit is an API-call sample whose gold call is not a search (duplicate
@@ -751,7 +756,7 @@ def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: f
 # --- statistics and reported figures ----------------------------------------------------------------------------
 
 
-def statistics_table(bench: Benchmark) -> Any:
+def statistics_table(bench: Benchmark) -> pd.DataFrame:
     """The corpus statistics beside the paper's (reported) evaluation figures.
 
     Columns: quantity, measured here (on this data), reported (the paper).
@@ -775,7 +780,7 @@ def statistics_table(bench: Benchmark) -> Any:
     return pd.DataFrame(rows, columns=["quantity", f"measured here ({bench.name} data)", "reported (paper)"])
 
 
-def level_statistics_table(bench: Benchmark) -> Any:
+def level_statistics_table(bench: Benchmark) -> pd.DataFrame:
     """Per-level counts of the data (measured here) beside the official release's (counted with the original cutter).
 
     Columns: quantity, then for each level the count measured here and the official release's.
@@ -803,7 +808,7 @@ def level_statistics_table(bench: Benchmark) -> Any:
     return frame.astype({c: "Int64" for c in frame.columns if c != "quantity"})
 
 
-def calls_by_domain(bench: Benchmark) -> Any:
+def calls_by_domain(bench: Benchmark) -> pd.DataFrame:
     """Gold API calls per domain and level (ToolSearcher counted under "utility")."""
     pd = _pandas()
     domain_of = {3: domains(LEVEL3), 1: domains(LEVEL12), 2: domains(LEVEL12)}
@@ -821,7 +826,7 @@ def calls_by_domain(bench: Benchmark) -> Any:
     return table.reset_index().sort_values("domain", kind="stable").reset_index(drop=True)
 
 
-def check_release(bench: Benchmark) -> Any:
+def check_release(bench: Benchmark) -> pd.DataFrame:
     """Reported against measured, where both exist: an official release's counts and the original's gold replay.
 
     On our bundled data nothing is comparable, and every row says so.
@@ -878,7 +883,7 @@ def toolalpaca_table(
     common: bool = True,
     n_boot: int = N_BOOT,
     seed: int = SEED,
-) -> Any:
+) -> pd.DataFrame:
     """The paper's ToolAlpaca comparison layout (Call ability only): reported rows, then the runs measured here.
 
     Args:
@@ -940,7 +945,7 @@ def adapter_training_samples(model: str) -> int | None:
     return int(json.loads(info.read_text())["result"]["examples_seen"])
 
 
-def training_statistics_table(report: Any, examples: Sequence[Any] | None = None) -> Any:
+def training_statistics_table(report: Any, examples: Sequence[Any] | None = None) -> pd.DataFrame:
     """A training corpus (a tester report's accepted dialogues) beside the paper's training statistics.
 
     Counted with the evaluation's definitions: turns are user utterances (a
@@ -986,7 +991,9 @@ def corpus_vocabulary(schemas: Mapping[str, ToolSchema]) -> tuple[set[str], set[
     return names, params
 
 
-def seen_in_training(run: ScoredRun, bench: Benchmark, schemas: Mapping[str, ToolSchema], *, level: int = 1) -> Any:
+def seen_in_training(
+    run: ScoredRun, bench: Benchmark, schemas: Mapping[str, ToolSchema], *, level: int = 1
+) -> pd.DataFrame:
     """Call accuracy split by how much of each gold API the training corpus has seen.
 
     Each API-call sample at ``level`` (duplicates left out) falls in one group by its gold API: ``name seen`` (the

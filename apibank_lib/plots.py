@@ -9,9 +9,12 @@ functions return the matplotlib Figure, which a notebook displays.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apibank_lib.analysis import ABILITIES, FUNNEL_STAGES, figures_dir
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "accuracy_figure",
@@ -58,7 +61,7 @@ def save(fig: Any, name: str, directory: str | Path | None = None) -> Path:
     return path
 
 
-def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | Path | None = None) -> Any:
+def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | Path | None = None) -> Figure:
     """API-call accuracy per ability: measured runs as bars with 95% intervals, the paper's models as markers."""
     plt = _plt()
     measured = main[main["source"] == "measured here"].reset_index(drop=True)
@@ -97,7 +100,7 @@ def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | 
     return fig
 
 
-def rouge_figure(compare: Any, *, name: str = "rouge_by_package", directory: str | Path | None = None) -> Any:
+def rouge_figure(compare: Any, *, name: str = "rouge_by_package", directory: str | Path | None = None) -> Figure:
     """ROUGE-L of replies per level by each package (``rouge``, ``rouge-score``), one group per run."""
     plt = _plt()
     cols = [c for c in compare.columns if "ROUGE-L (" in c]
@@ -115,7 +118,9 @@ def rouge_figure(compare: Any, *, name: str = "rouge_by_package", directory: str
     return fig
 
 
-def errors_figure(distribution: Any, *, name: str = "error_distribution", directory: str | Path | None = None) -> Any:
+def errors_figure(
+    distribution: Any, *, name: str = "error_distribution", directory: str | Path | None = None
+) -> Figure:
     """Each model's errors by category (the paper's seven), as stacked horizontal bars; reported columns included."""
     plt = _plt()
     shares = distribution[~distribution["category"].isin(["errors counted", "not the model's"])].set_index("category")
@@ -142,7 +147,7 @@ def errors_figure(distribution: Any, *, name: str = "error_distribution", direct
     return fig
 
 
-def funnel_figure(funnel: Any, *, title: str = "", name: str = "funnel", directory: str | Path | None = None) -> Any:
+def funnel_figure(funnel: Any, *, title: str = "", name: str = "funnel", directory: str | Path | None = None) -> Figure:
     """The step funnel: the share of gold calls reaching each stage, one line per level."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 4))
@@ -159,7 +164,7 @@ def funnel_figure(funnel: Any, *, title: str = "", name: str = "funnel", directo
 
 def breakdown_figure(
     breakdown: Any, by: str, *, title: str = "", name: str = "accuracy_by_domain", directory: str | Path | None = None
-) -> Any:
+) -> Figure:
     """Accuracy per group (domain, API, call count) and level, with 95% intervals."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(breakdown) + 1.2))
@@ -183,7 +188,7 @@ def breakdown_figure(
 
 def calls_figure(
     stats: dict[str, Any], *, name: str = "calls_per_dialogue", directory: str | Path | None = None
-) -> Any:
+) -> Figure:
     """How many gold API calls each dialogue (level-3 item) has, per level."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -200,7 +205,7 @@ def calls_figure(
     return fig
 
 
-def domains_figure(table: Any, *, name: str = "calls_by_domain", directory: str | Path | None = None) -> Any:
+def domains_figure(table: Any, *, name: str = "calls_by_domain", directory: str | Path | None = None) -> Figure:
     """Gold API calls per domain, stacked by level (from :func:`apibank_lib.analysis.calls_by_domain`)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -218,7 +223,9 @@ def domains_figure(table: Any, *, name: str = "calls_by_domain", directory: str 
     return fig
 
 
-def toolalpaca_figure(table: Any, *, name: str = "toolalpaca_comparison", directory: str | Path | None = None) -> Any:
+def toolalpaca_figure(
+    table: Any, *, name: str = "toolalpaca_comparison", directory: str | Path | None = None
+) -> Figure:
     """Call accuracy per model (measured here with 95% intervals; the paper's rows hatched as reported)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.2))
@@ -249,7 +256,9 @@ def toolalpaca_figure(table: Any, *, name: str = "toolalpaca_comparison", direct
     return fig
 
 
-def training_loss_figure(curves: dict[str, Any], *, name: str = "training_loss", directory: str | Path | None = None) -> Any:
+def training_loss_figure(
+    curves: dict[str, Any], *, name: str = "training_loss", directory: str | Path | None = None
+) -> Figure:
     """Training loss per optimiser step, one line per run (``{label: DataFrame with step, loss}``), smoothed over 10 steps."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -265,7 +274,7 @@ def training_loss_figure(curves: dict[str, Any], *, name: str = "training_loss",
 
 def retrieval_figure(
     table: Any, *, by: str = "split", metric: str = "hit@1", name: str = "retrieval", directory: str | Path | None = None
-) -> Any:
+) -> Figure:
     """A retrieval metric per retriever (bars with 95% intervals), one group per value of ``by``.
 
     ``table`` is :func:`apibank_lib.retrieval.retrieval_table`'s (``hit@1`` or ``MRR`` with low/high columns).
@@ -293,7 +302,7 @@ def retrieval_figure(
 
 def retriever_accuracy_figure(
     table: Any, *, name: str = "accuracy_by_retriever", directory: str | Path | None = None
-) -> Any:
+) -> Figure:
     """API-call accuracy per model and level, one bar per retriever, from :func:`apibank_lib.retrieval.accuracy_by_retriever`."""
     plt = _plt()
     table = table.assign(panel=[f"{m}, level {lv}" for m, lv in zip(table["model"], table["level"])])

@@ -34,7 +34,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError, DataError
@@ -46,6 +46,9 @@ from apibank_lib.stats import bootstrap_mean, paired_comparison
 from apibank_lib.tools.registry import domains
 from apibank_lib.tools.searcher import ToolSearcher, retrieved_names
 from apibank_lib.types import ApiCallSample, ApiRecord, ToolSchema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "TIMING_COLUMNS",
@@ -86,7 +89,7 @@ TIMING_COLUMNS = ("warm ms (median)", "cold ms")
 of the tables committed to ``results/`` (:func:`without_timings`), which must not change from one run to the next."""
 
 
-def without_timings(table: Any) -> Any:
+def without_timings(table: Any) -> pd.DataFrame:
     """A retrieval table without its :data:`TIMING_COLUMNS` (``benchmarks/retrieval_latency.py`` measures latency)."""
     return table.drop(columns=[c for c in TIMING_COLUMNS if c in table.columns])
 
@@ -389,7 +392,7 @@ def retrieval_table(
     n_boot: int = 2000,
     seed: int = 0,
     embedder: Any = None,
-) -> Any:
+) -> pd.DataFrame:
     """hit@1, hit@3 and MRR (with 95% intervals resampling distinct queries) per retriever and group.
 
     Args:
@@ -494,7 +497,7 @@ def set_table(
     n_boot: int = 2000,
     seed: int = 0,
     embedder: Any = None,
-) -> Any:
+) -> pd.DataFrame:
     """Every retriever on every query set, plus the pooled total, each against the paper's recipe.
 
     Args:
@@ -652,7 +655,7 @@ def tune_enriched(
     *,
     queries: Sequence[RetrievalQuery] | None = None,
     embedder: Any = None,
-) -> Any:
+) -> pd.DataFrame:
     """hit@1 of :class:`~apibank_lib.retrievers.EnrichedRetriever` on the *tuning* queries for a grid of settings.
 
     The shipped setting (``ENRICHED_WEIGHT``, ``ENRICHED_PENALTY``) is the grid's best on the tuning part, the
@@ -688,7 +691,7 @@ def accuracy_by_retriever(
     levels: Sequence[int] = (2, 3),
     n_boot: int = 2000,
     seed: int = 0,
-) -> Any:
+) -> pd.DataFrame:
     """API-call accuracy of runs at levels 2 and 3, their predictions graded again with each retriever.
 
     Teacher-forced samples only: a model's answer does not depend on the retriever there (the context is the

@@ -41,7 +41,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apibank_lib.backends.base import Backend
 from apibank_lib.calls import format_call
@@ -52,6 +52,9 @@ from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.training.export import SchemaCatalog
 from apibank_lib.types import ApiCallSample
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ToolAlpacaJudgment", "evaluate_converted", "load_judgments", "accuracy_table", "paired_table"]
 
@@ -260,7 +263,7 @@ def _answered(judgments: Sequence[ToolAlpacaJudgment]) -> list[ToolAlpacaJudgmen
 
 def accuracy_table(
     judgments: Mapping[str, Sequence[ToolAlpacaJudgment]], *, n_boot: int = N_BOOT, seed: int = SEED
-) -> Any:
+) -> pd.DataFrame:
     """Call accuracy per model on converted ToolAlpaca samples, with a 95% interval that resamples instructions.
 
     Args:
@@ -291,7 +294,7 @@ def paired_table(
     *,
     n_boot: int = N_BOOT,
     seed: int = SEED,
-) -> Any:
+) -> pd.DataFrame:
     """A minus B on the samples both answered, per pair of display names: the difference in points, its 95%
     interval (instructions resampled) and a sign-flip permutation p-value over instructions."""
     import pandas as pd

@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apibank_lib.calls import format_call
 from apibank_lib.datasets import Benchmark
@@ -26,6 +26,9 @@ from apibank_lib.search import default_searcher
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import tool_classes
 from apibank_lib.types import ApiCallSample, ApiRecord, Dialogue
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "workbench_runs_dir",
@@ -61,7 +64,7 @@ def run_models(
     runs_dir: str | Path | None = None,
     progress: bool = True,
     tasks: Sequence[str] = ("api", "response"),
-) -> tuple[list[RunFolder], Any]:
+) -> tuple[list[RunFolder], pd.DataFrame]:
     """Run (or resume) each model over the benchmark and score it; runs already complete cost nothing.
 
     A run that exists resumes: nothing is answered again, and it is scored again only when
@@ -125,7 +128,7 @@ def run_models(
     return folders, pd.DataFrame(rows)
 
 
-def tools_table() -> Any:
+def tools_table() -> pd.DataFrame:
     """Every API of both tool sets: tool set, domain, name, parameters, the database it reads, whether it writes it."""
     import pandas as pd
 
@@ -176,7 +179,7 @@ def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def replay_dialogue(bench: Benchmark, dialogue: Dialogue, protocol: str = V2.name) -> Any:
+def replay_dialogue(bench: Benchmark, dialogue: Dialogue, protocol: str = V2.name) -> pd.DataFrame:
     """A dialogue replayed step by step in one sandbox: each turn, each call's result, and what it changed.
 
     Returns:
@@ -220,7 +223,7 @@ def sample_of(bench: Benchmark, api: str, level: int = 1) -> ApiCallSample:
     raise ConfigError(f"no level-{level} API-call sample calls {api}")
 
 
-def search_table(bench: Benchmark, keywords: str, *, level: int = 1, k: int = 5) -> Any:
+def search_table(bench: Benchmark, keywords: str, *, level: int = 1, k: int = 5) -> pd.DataFrame:
     """The APIs the embedding search ranks first for ``keywords``: rank, API, cosine similarity, description."""
     import pandas as pd
 
@@ -234,7 +237,7 @@ def search_table(bench: Benchmark, keywords: str, *, level: int = 1, k: int = 5)
     )
 
 
-def compare_protocols(bench: Benchmark, sample: ApiCallSample, prediction: str) -> Any:
+def compare_protocols(bench: Benchmark, sample: ApiCallSample, prediction: str) -> pd.DataFrame:
     """One prediction judged under every protocol: the call each parsed, its result, the verdict and why."""
     import pandas as pd
 
