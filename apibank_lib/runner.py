@@ -61,6 +61,7 @@ __all__ = [
     "RunStopped",
     "run",
     "open_run",
+    "locate_run",
     "answer_all",
     "run_episode",
     "request_for",
@@ -145,12 +146,8 @@ def _folder_name(identity: dict[str, Any], protocol: str) -> str:
     return f"{slug}-{protocol}-{digest}"
 
 
-def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder:
-    """The run folder for these settings, its ``config.json`` written.
-
-    Raises:
-        ConfigError: the folder already holds a run whose identity differs (the differing keys are named).
-    """
+def locate_run(config: RunConfig, bench: Benchmark, backend: Backend) -> tuple[RunFolder, dict[str, Any]]:
+    """Where these settings' run lives and its identity; nothing is read or written (the folder may not exist)."""
     mode = backend.prompt_mode(config.requested_prompt_mode())
     identity = json.loads(
         json.dumps(
@@ -159,7 +156,16 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
         )
     )
     parent = Path(config.runs_dir) if config.runs_dir else default_runs_dir()
-    folder = RunFolder(config.out or parent / _folder_name(identity, config.protocol))
+    return RunFolder(config.out or parent / _folder_name(identity, config.protocol)), identity
+
+
+def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder:
+    """The run folder for these settings, its ``config.json`` written.
+
+    Raises:
+        ConfigError: the folder already holds a run whose identity differs (the differing keys are named).
+    """
+    folder, identity = locate_run(config, bench, backend)
     if config.restart:
         folder.discard()
     ignored = [w for w in folder.read_warnings() if w.get("kind") == "tools_ignored"]

@@ -39,6 +39,7 @@ __all__ = [
     "replay_dialogue",
     "search_table",
     "compare_protocols",
+    "saved_runs",
 ]
 
 
@@ -94,18 +95,7 @@ def run_models(
     folders, rows = [], []
     for model in models:
         cap = (model_limits or {}).get(model, limit)
-        config = RunConfig(
-            model,
-            levels=tuple(levels),
-            protocol=protocol,
-            data=str(bench.root),
-            limit=cap,
-            level3=level3,
-            max_steps=max_steps,
-            tasks=tuple(tasks),
-            backend_options=dict((options or {}).get(model, {})),
-            runs_dir=str(workbench_runs_dir(runs_dir)),
-        )
+        config = _config(model, bench, protocol, levels, cap, level3, max_steps, options, runs_dir, tasks)
         start = time.perf_counter()
         result = run(config, bench=bench, progress=progress)
         folder = RunFolder(result.path)
@@ -126,6 +116,82 @@ def run_models(
             }
         )
     return folders, pd.DataFrame(rows)
+
+
+def _config(
+    model: str,
+    bench: Benchmark,
+    protocol: str,
+    levels: Sequence[int],
+    limit: int | None,
+    level3: str,
+    max_steps: int,
+    options: Mapping[str, Mapping[str, Any]] | None,
+    runs_dir: str | Path | None,
+    tasks: Sequence[str],
+) -> RunConfig:
+    """One model's run settings, the same for :func:`run_models` and :func:`saved_runs`."""
+    return RunConfig(
+        model,
+        levels=tuple(levels),
+        protocol=protocol,
+        data=str(bench.root),
+        limit=limit,
+        level3=level3,
+        max_steps=max_steps,
+        tasks=tuple(tasks),
+        backend_options=dict((options or {}).get(model, {})),
+        runs_dir=str(workbench_runs_dir(runs_dir)),
+    )
+
+
+def saved_runs(
+    models: Sequence[str],
+    bench: Benchmark,
+    *,
+    protocol: str = V2.name,
+    levels: Sequence[int] = (1, 2, 3),
+    limit: int | None = None,
+    model_limits: Mapping[str, int] | None = None,
+    level3: str = "both",
+    max_steps: int = 12,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    runs_dir: str | Path | None = None,
+    tasks: Sequence[str] = ("api", "response"),
+) -> list[RunFolder]:
+    """The run folders :func:`run_models` made with these settings, read without answering anything.
+
+    Notebooks that only read results (03 and 04) call this with notebook 02's parameters, so that models are run
+    in one place. A folder never scored is scored; one scored under another protocol version is left as it is
+    (loading it says so).
+
+    Raises:
+        ConfigError: a model has no run folder for these settings, or its folder lacks some of the planned samples;
+            the message names the model, the folder and what to run.
+    """
+    from apibank_lib.backends import load_backend
+    from apibank_lib.runner import locate_run
+    from apibank_lib.runs import plan
+
+    folders = []
+    for model in models:
+        config = _config(
+            model, bench, protocol, levels, (model_limits or {}).get(model, limit), level3, max_steps, options, runs_dir, tasks
+        )
+        folder, identity = locate_run(config, bench, load_backend(config.model, **config.backend_options))
+        hint = "run notebook 02 (or workbench.run_models) with the same parameters first"
+        if not folder.exists():
+            raise ConfigError(f"{model}: no run with these settings in {folder.path.parent} ({folder.path.name}); {hint}")
+        done = folder.read_predictions().records
+        missing = [x.key for x in plan(bench, config) if x.key not in done]
+        if missing:
+            raise ConfigError(
+                f"{model}: {folder.path} lacks {len(missing)} of the planned samples (first: {missing[0]}); {hint}"
+            )
+        if not folder.judgments_path.is_file():
+            score_run(folder.path, bench=bench)
+        folders.append(folder)
+    return folders
 
 
 def tools_table() -> pd.DataFrame:

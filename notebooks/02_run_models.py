@@ -44,7 +44,7 @@ MODEL_LIMITS = {  # smaller limits for slow models
     "llamacpp:lynx-0.5b": 2,
 }
 LEVEL3 = "both"  # teacher-forced steps and agent episodes
-MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
+MAX_STEPS = 12  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps; 12 as `apibank run`)
 OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
 RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
 

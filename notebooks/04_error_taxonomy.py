@@ -18,7 +18,8 @@
 #
 # Every wrong API call of every run, by error category: in the paper's seven categories (ours mapped onto them:
 # "Wrong Values" counts as "Invalid Input Parameters") beside the paper's reported shares, and in our own; examples of
-# each; and the step funnel: how far each gold call gets, from retrieving the right API to a good reply.
+# each; and the step funnel: how far each gold call gets, from retrieving the right API to a good reply. The runs are
+# the ones notebook 02 made: run it first, with the same parameters.
 
 # %%
 import pandas as pd
@@ -42,7 +43,7 @@ MODEL_LIMITS = {  # smaller limits for slow models
     "llamacpp:lynx-0.5b": 2,
 }
 LEVEL3 = "both"  # teacher-forced steps and agent episodes
-MAX_STEPS = 10  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps)
+MAX_STEPS = 12  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps; 12 as `apibank run`)
 OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
 RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
 FUNNEL_MODEL = "heuristic"
@@ -54,9 +55,10 @@ CALL_LIMIT = 10  # level-1 API-call samples for base against fine-tuned; None fo
 bench = load_benchmark(DATA)
 
 # %%
-runs, summary = workbench.run_models(
+# the runs notebook 02 made with the same parameters (nothing is answered here)
+runs = workbench.saved_runs(
     MODELS, bench, protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS,
-    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR, progress=False,
+    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR,
 )
 runs = analysis.load_runs(runs, bench=bench)
 

@@ -13,6 +13,7 @@ import pytest
 
 from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, RunFolder, run, workbench
 from apibank_lib.calls import format_call
+from apibank_lib.errors import ConfigError
 from apibank_lib.explorer import ALL, CORRECT, Explorer
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explorer.ipynb"
@@ -163,6 +164,22 @@ def test_a_second_task_adds_its_samples_to_the_same_run_folders(bench: Benchmark
     assert replies[0].path == calls[0].path and list(summary["answered now"]) == [3]
     judged = analysis.load_runs(replies, bench=bench)[0].judgments
     assert sorted(j.kind for j in judged) == ["api"] * 5 + ["response"] * 3
+
+
+def test_saved_runs_reads_the_runs_made_and_answers_nothing(bench: Benchmark, runs: list[RunFolder]) -> None:
+    stamps = [f.predictions_path.stat().st_mtime_ns for f in runs]
+    found = workbench.saved_runs(["oracle", "no-call"], bench, limit=12, runs_dir=runs[0].path.parent)
+    assert [f.path for f in found] == [f.path for f in runs]
+    assert [f.predictions_path.stat().st_mtime_ns for f in found] == stamps
+
+
+def test_saved_runs_names_what_is_missing(bench: Benchmark, runs: list[RunFolder]) -> None:
+    parent = runs[0].path.parent
+    with pytest.raises(ConfigError, match=r"oracle: .* lacks \d+ of the planned samples .*notebook 02"):
+        workbench.saved_runs(["oracle"], bench, limit=13, runs_dir=parent)
+    with pytest.raises(ConfigError, match="oracle: no run with these settings"):
+        workbench.saved_runs(["oracle"], bench, limit=12, max_steps=5, runs_dir=parent)  # another identity
+    assert sorted(p.name for p in parent.iterdir()) == sorted(f.path.name for f in runs)  # nothing was created
 
 
 def test_the_explorer_displays_as_a_widget(explorer: Explorer) -> None:
