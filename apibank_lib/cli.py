@@ -71,29 +71,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(stats)
         return 0
-    keys = [
-        ("dialogues", "dialogues / items"),
-        ("dialogues_with_calls", "with >= 1 API call"),
-        ("user_turns", "user turns"),
-        ("ai_turns", "AI turns"),
-        ("gold_calls", "gold API calls"),
-        ("toolsearcher_calls", "of which ToolSearcher"),
-        ("api_call_samples", "API-call samples"),
-        ("duplicate_api_samples", "duplicate API-call samples"),
-        ("response_samples", "response samples"),
-        ("distinct_apis", "distinct APIs called"),
-        ("single_call_dialogues", "single-call dialogues"),
-        ("multi_call_dialogues", "multi-call dialogues"),
-    ]
-    rows = []
-    for key, label in keys:
-        row: list[Any] = [label]
-        for lv in ("1", "2", "3"):
-            measured = stats["levels"][lv].get(key, "")
-            official = OFFICIAL_RELEASE_COUNTS[lv].get(key)
-            row.append(f"{measured}" + (f" ({official})" if official is not None else ""))
-        rows.append(row)
+    # The same tables as notebook 00 (analysis), printed as text.
+    from apibank_lib.analysis import level_statistics_table, statistics_table
+
+    def with_official(measured: Any, official: Any) -> str:
+        import pandas as pd
+
+        return ("" if pd.isna(measured) else str(measured)) + ("" if pd.isna(official) else f" ({official})")
+
     label = f"{bench.name} data"
+    rows = [
+        [r["quantity"], *(with_official(r[f"L{lv} measured here"], r[f"L{lv} official release"]) for lv in "123")]
+        for r in level_statistics_table(bench).astype(object).to_dict("records")
+    ]
     print(f"Benchmark: {bench.root}{' (official release)' if bench.official else ''}")
     print(
         _table(
@@ -101,19 +91,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
             [f"per level: {label} (official release, counted)", "L1 Call", "L2 Retrieve+Call", "L3 Plan+Retrieve+Call"],
         )
     )
-    t, p = stats["total"], PAPER_CORPUS["evaluation"]
-    total_rows = [
-        ["domains", t["domains"], p["domains"]],
-        ["distinct APIs called", t["distinct_apis"], p["apis"]],
-        ["dialogues", t["dialogues"], p["dialogues"]],
-        ["turns (user utterances)", t["turns"], p["turns"]],
-        ["average turns per dialogue", t["avg_turns_per_dialogue"], p["avg_turns_per_dialogue"]],
-        ["gold API calls", t["gold_calls"], p["api_calls"]],
-        ["single-call dialogues", t["single_call_dialogues"], p["single_call_instances"]],
-        ["multi-call dialogues", t["multi_call_dialogues"], p["multi_call_instances"]],
-    ]
     print()
-    print(_table(total_rows, ["totals", f"{label} (measured)", "paper (reported)"]))
+    print(_table(statistics_table(bench).values.tolist(), ["totals", f"{label} (measured)", "paper (reported)"]))
     print(f"\nReported figures: {SOURCE}. Official-release counts: computed from the release with the original cutter.")
     return 0
 
