@@ -8,10 +8,11 @@ shape) in a listed module and its database file; adding a module means one
 line here. Nothing is scanned from the file system and importing a tool module
 registers nothing by itself.
 
-Level 1-2: 53 classes. Level 3: 22 classes. Four names exist in both with
-different behaviour (AddMeeting, Calculator, QueryMeeting, ToolSearcher), so
-there are 71 distinct names; the paper counts 73 APIs. Within a tool set tools
-are ordered by name, which is also the order of the search candidates.
+Some names exist in both tool sets with different behaviour (AddMeeting,
+Calculator, QueryMeeting, ToolSearcher), so the distinct names are fewer than
+the classes; ``apibank stats`` and ``apibank apis`` print the counts (a test in
+``tests/test_architecture.py`` pins them). Within a tool set tools are ordered
+by name, which is also the order of the search candidates.
 """
 
 from __future__ import annotations
