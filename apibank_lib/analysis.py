@@ -335,8 +335,8 @@ def main_table(
     """The paper's main table: accuracy and ROUGE-L per ability and in total, one row per run.
 
     Columns: the run's labels, ``source`` ("measured here" or "reported"), ``date``,
-    then per ability ``<Ability> acc`` with ``... low``/``... high`` (95% interval)
-    and ``<Ability> ROUGE-L``; ``Plan+Retrieve+Call episodes`` is the agent-loop
+    then per ability ``<Ability> acc`` with ``... low``/``... high`` (95% interval), ``<Ability> n`` (the
+    API-call samples it is over) and ``<Ability> ROUGE-L``; ``Plan+Retrieve+Call episodes`` is the agent-loop
     success rate when the run has episodes (the paper's level-3 accuracy counts
     items, which the episodes measure; the step accuracy counts teacher-forced
     steps); ``Total acc``/``Total ROUGE-L`` as described in the module docstring.
@@ -354,12 +354,16 @@ def main_table(
             acc, low, high = _accuracy(api, n_boot, seed)
             rouge, _, _ = _rouge([j for j in r.judgments if j.level == level and j.kind == "response"], n_boot, seed)
             row.update({f"{ability} acc": acc, f"{ability} acc low": low, f"{ability} acc high": high})
+            row[f"{ability} n"] = len(api)
             row[f"{ability} ROUGE-L"] = rouge
-        episodes, low, high = _accuracy([j for j in r.judgments if j.kind == "episode"], n_boot, seed)
+        episode_judgments = [j for j in r.judgments if j.kind == "episode"]
+        episodes, low, high = _accuracy(episode_judgments, n_boot, seed)
         row.update({"Plan+Retrieve+Call episodes": episodes, "Plan+Retrieve+Call episodes low": low})
         row["Plan+Retrieve+Call episodes high"] = high
-        total, low, high = _accuracy([j for j in r.judgments if j.kind == "api"], n_boot, seed)
-        row.update({"Total acc": total, "Total acc low": low, "Total acc high": high})
+        row["Plan+Retrieve+Call episodes n"] = len(episode_judgments)
+        api_judgments = [j for j in r.judgments if j.kind == "api"]
+        total, low, high = _accuracy(api_judgments, n_boot, seed)
+        row.update({"Total acc": total, "Total acc low": low, "Total acc high": high, "Total n": len(api_judgments)})
         row["Total ROUGE-L"] = _rouge([j for j in r.judgments if j.kind == "response"], n_boot, seed)[0]
         rows.append(row)
     if reported_rows:
@@ -375,7 +379,8 @@ def main_table(
 
 
 def compact_main_table(main: Any) -> pd.DataFrame:
-    """The main table for reading: one column per ability, accuracy as ``value [low, high]`` with ROUGE-L beside.
+    """The main table for reading: one column per ability, accuracy as ``value [low, high] (n=...)`` with ROUGE-L
+    beside.
 
     Args:
         main: a table from :func:`main_table`.
@@ -387,7 +392,9 @@ def compact_main_table(main: Any) -> pd.DataFrame:
         if value is None or value != value:
             return ""
         low, high = row.get(f"{column} low"), row.get(f"{column} high")
-        return f"{value:.2f}" if low is None or low != low else f"{value:.2f} [{low:.2f}, {high:.2f}]"
+        shown = f"{value:.2f}" if low is None or low != low else f"{value:.2f} [{low:.2f}, {high:.2f}]"
+        n = row.get(column.replace(" acc", "") + " n" if column.endswith(" acc") else f"{column} n")
+        return shown if n is None or n != n else f"{shown} (n={int(n)})"  # every measured accuracy shows its count
 
     def rouge(row: Any, column: str) -> str:
         value = row.get(column)

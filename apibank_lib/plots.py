@@ -61,6 +61,11 @@ def save(fig: Any, name: str, directory: str | Path | None = None) -> Path:
     return path
 
 
+def _count(n: Any) -> str:
+    """A sample count for a label ("-" where the table has none)."""
+    return "-" if n is None or n != n else str(int(n))
+
+
 def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | Path | None = None) -> Figure:
     """API-call accuracy per ability: measured runs as bars with 95% intervals, the paper's models as markers."""
     plt = _plt()
@@ -78,7 +83,8 @@ def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | 
         highs = row[[f"{c} high" for c in columns]].astype(float).to_numpy()
         err = [(values - lows).clip(min=0), (highs - values).clip(min=0)]
         err = [[0.0 if e != e else e for e in side] for side in err]  # a level the run has no samples of: no bar
-        ax.bar(xs, values, width=width * 0.95, yerr=err, capsize=2, label=f"{row['model']} (measured)")
+        counts = "/".join(_count(row.get(c.replace(" acc", " n"))) for c in columns)
+        ax.bar(xs, values, width=width * 0.95, yerr=err, capsize=2, label=f"{row['model']} (measured; n={counts})")
     markers = "ov^sDP*X"
     for i, row in reported.iterrows():
         values = [row[c] if c != "Plan+Retrieve+Call acc" else row["Plan+Retrieve+Call episodes"] for c in columns]
@@ -95,6 +101,7 @@ def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | 
     ax.set_ylabel("API-call accuracy (%)")
     ax.set_ylim(0, 105)
     ax.set_title("API-call accuracy by ability (bars: measured here, 95% CI; markers: reported by the paper)")
+    ax.text(0.0, -0.16, "n: API-call samples per ability and in total", transform=ax.transAxes, fontsize=7)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, name, directory)
     return fig

@@ -86,6 +86,12 @@ def test_main_table_has_the_papers_layout_and_rows(bench: Benchmark, tmp_path: P
     ours = table[table["source"] == "measured here"].iloc[0]
     assert ours["Call acc"] == ours["Call acc low"] == 100.0 and ours["Total ROUGE-L"] == 1.0
     assert ours["Plan+Retrieve+Call episodes"] == 100.0 and "date" not in table.columns
+    judged = analysis.load_runs([result.path])[0].judgments
+    assert ours["Call n"] == sum(1 for j in judged if j.level == 1 and j.kind == "api")
+    assert ours["Total n"] == sum(1 for j in judged if j.kind == "api") and ours["Plan+Retrieve+Call episodes n"] == 6
+    compact = analysis.compact_main_table(table).set_index("model")
+    assert compact.loc["oracle", "Call acc"] == f"100.00 [100.00, 100.00] (n={int(ours['Call n'])})"
+    assert compact.loc["GPT-4", "Call acc"] == "63.66"  # reported rows have no count to show
     reported = table[table["source"] == "reported"].set_index("model")
     assert reported.loc["GPT-4", "Call acc"] == 63.66 and reported.loc["GPT-4", "Plan+Retrieve+Call episodes"] == 70.0
     assert reported["Plan+Retrieve+Call acc"].isna().all()  # the paper's level-3 figure counts items, not steps
