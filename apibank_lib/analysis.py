@@ -375,7 +375,9 @@ def main_table(
                 row[f"{ability} ROUGE-L"] = v[f"l{level}_rouge"]
             row.update({"Total acc": v["total_acc"], "Total ROUGE-L": v["total_rouge"]})
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    counts = [c for c in table.columns if c.endswith(" n")]
+    return table.astype({c: "Int64" for c in counts})  # counts stay whole numbers beside the reported rows' blanks
 
 
 def compact_main_table(main: Any) -> pd.DataFrame:
@@ -394,7 +396,7 @@ def compact_main_table(main: Any) -> pd.DataFrame:
         low, high = row.get(f"{column} low"), row.get(f"{column} high")
         shown = f"{value:.2f}" if low is None or low != low else f"{value:.2f} [{low:.2f}, {high:.2f}]"
         n = row.get(column.replace(" acc", "") + " n" if column.endswith(" acc") else f"{column} n")
-        return shown if n is None or n != n else f"{shown} (n={int(n)})"  # every measured accuracy shows its count
+        return shown if n is None or pd.isna(n) else f"{shown} (n={int(n)})"  # every measured accuracy shows its count
 
     def rouge(row: Any, column: str) -> str:
         value = row.get(column)

@@ -12,16 +12,18 @@ and :func:`refresh` rebuilds a notebook from its text file and records its check
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from apibank_lib.paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
-__all__ = ["CHECK", "NOTEBOOKS_DIR", "Mismatch", "out_of_sync", "pairs", "refresh"]
+__all__ = ["CHECK", "NOTEBOOKS_DIR", "Mismatch", "normalise", "out_of_sync", "pairs", "refresh"]
 
 CHECK = "# NBVAL_CHECK_OUTPUT"
 """The first line of a cell whose outputs are kept in the committed notebook and compared by nbval."""
@@ -114,10 +116,7 @@ def refresh(names: Sequence[str] = (), directory: str | Path | None = None, *, t
                     if cell.cell_type == "code" and not cell.source.startswith(CHECK):
                         cell.outputs = []
                         cell.execution_count = None  # nbval runs every cell; only checked ones keep what they showed
-                for key in ("widgets", "papermill"):
-                    nb.metadata.pop(key, None)
-                nb.metadata.setdefault("jupytext", {})["formats"] = FORMATS
-                nb.metadata["language_info"] = {"name": "python"}  # not the kernel's exact version: diffs stay quiet
+                normalise(nb)
                 jupytext.write(nb, nb_path)
                 jupytext.write(nb, py_path, fmt="py:percent")
                 written.append(nb_path)
@@ -128,6 +127,19 @@ def refresh(names: Sequence[str] = (), directory: str | Path | None = None, *, t
                 else:
                     os.environ[var] = value
     return written
+
+
+def normalise(notebook: Any) -> None:
+    """Make a notebook's file depend on its cells and checked outputs only, so that a refresh of unchanged
+    notebooks rewrites the same bytes: cell ids from the cell's position and source, no execution timings, no
+    papermill or widget state, a fixed language record."""
+    for i, cell in enumerate(notebook.cells):
+        cell["id"] = hashlib.sha256(f"{i}:{cell.source}".encode()).hexdigest()[:8]
+        cell.metadata.pop("execution", None)
+    for key in ("widgets", "papermill"):
+        notebook.metadata.pop(key, None)
+    notebook.metadata.setdefault("jupytext", {})["formats"] = FORMATS
+    notebook.metadata["language_info"] = {"name": "python"}  # not the kernel's exact version: diffs stay quiet
 
 
 def main(argv: Sequence[str] | None = None) -> int:

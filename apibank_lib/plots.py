@@ -63,7 +63,9 @@ def save(fig: Any, name: str, directory: str | Path | None = None) -> Path:
 
 def _count(n: Any) -> str:
     """A sample count for a label ("-" where the table has none)."""
-    return "-" if n is None or n != n else str(int(n))
+    import pandas as pd
+
+    return "-" if n is None or pd.isna(n) else str(int(n))
 
 
 def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | Path | None = None) -> Figure:

@@ -60,3 +60,18 @@ def test_the_check_command_exits_nonzero_when_a_pair_differs(copy: Path, monkeyp
     monkeypatch.setattr("apibank_lib.notebook_files.NOTEBOOKS_DIR", copy)
     (copy / "03_score.py").unlink()
     assert main([]) == 1
+
+
+def test_normalise_makes_the_file_depend_on_cells_only(copy: Path) -> None:
+    from apibank_lib.notebook_files import normalise
+
+    path = copy / "03_score.ipynb"
+    nb = jupytext.read(path)
+    nb.cells[0]["id"] = "random01"
+    nb.cells[1].metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
+    normalise(nb)
+    first = jupytext.writes(nb, fmt="ipynb")
+    again = jupytext.reads(first, fmt="ipynb")
+    normalise(again)
+    assert jupytext.writes(again, fmt="ipynb") == first
+    assert nb.cells[0]["id"] != "random01" and "execution" not in nb.cells[1].metadata
