@@ -62,6 +62,7 @@ __all__ = [
     "save_table",
     "main_table",
     "compact_main_table",
+    "count_column",
     "compare_runs",
     "breakdown",
     "paired_table",
@@ -380,6 +381,13 @@ def main_table(
     return table.astype({c: "Int64" for c in counts})  # counts stay whole numbers beside the reported rows' blanks
 
 
+def count_column(accuracy_column: str) -> str:
+    """The main table's column counting the samples an accuracy column is over (``Call acc`` -> ``Call n``,
+    ``Plan+Retrieve+Call episodes`` -> ``Plan+Retrieve+Call episodes n``)."""
+    stem = accuracy_column.removesuffix(" acc")
+    return f"{stem} n"
+
+
 def compact_main_table(main: Any) -> pd.DataFrame:
     """The main table for reading: one column per ability, accuracy as ``value [low, high] (n=...)`` with ROUGE-L
     beside.
@@ -395,7 +403,7 @@ def compact_main_table(main: Any) -> pd.DataFrame:
             return ""
         low, high = row.get(f"{column} low"), row.get(f"{column} high")
         shown = f"{value:.2f}" if low is None or low != low else f"{value:.2f} [{low:.2f}, {high:.2f}]"
-        n = row.get(column.replace(" acc", "") + " n" if column.endswith(" acc") else f"{column} n")
+        n = row.get(count_column(column))
         return shown if n is None or pd.isna(n) else f"{shown} (n={int(n)})"  # every measured accuracy shows its count
 
     def rouge(row: Any, column: str) -> str:
@@ -771,9 +779,9 @@ def statistics_table(bench: Benchmark) -> pd.DataFrame:
     Columns: quantity, measured here (on this data), reported (the paper).
     """
     pd = _pandas()
-    t = statistics(bench)["total"]
+    counted = statistics(bench)
+    t, levels = counted["total"], counted["levels"]
     p = PAPER_CORPUS["evaluation"]
-    levels = statistics(bench)["levels"]
     rows = [
         ("domains (level-1/2 tool set)", t["domains"], p["domains"]),
         ("distinct APIs called", t["distinct_apis"], p["apis"]),

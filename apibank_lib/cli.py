@@ -58,25 +58,25 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from apibank_lib.reported import OFFICIAL_RELEASE_COUNTS, PAPER_CORPUS, SOURCE
 
     bench = load_benchmark(args.data)
-    stats = statistics(bench)
-    stats["data"] = str(bench.root)
-    stats["data_name"] = bench.name
-    stats["official_release"] = bench.official
-    stats["data_fingerprint"] = bench.fingerprint
-    stats["reported"] = {
-        "source": SOURCE,
-        "evaluation": PAPER_CORPUS["evaluation"],
-        "official_release_counts": OFFICIAL_RELEASE_COUNTS,
-    }
     if args.json:
+        stats = statistics(bench)
+        stats["data"] = str(bench.root)
+        stats["data_name"] = bench.name
+        stats["official_release"] = bench.official
+        stats["data_fingerprint"] = bench.fingerprint
+        stats["reported"] = {
+            "source": SOURCE,
+            "evaluation": PAPER_CORPUS["evaluation"],
+            "official_release_counts": OFFICIAL_RELEASE_COUNTS,
+        }
         _print_json(stats)
         return 0
     # The same tables as notebook 00 (analysis), printed as text.
+    import pandas as pd
+
     from apibank_lib.analysis import level_statistics_table, statistics_table
 
     def with_official(measured: Any, official: Any) -> str:
-        import pandas as pd
-
         return ("" if pd.isna(measured) else str(measured)) + ("" if pd.isna(official) else f" ({official})")
 
     label = f"{bench.name} data"

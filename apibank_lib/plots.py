@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.analysis import ABILITIES, FUNNEL_STAGES, figures_dir
+from apibank_lib.analysis import ABILITIES, FUNNEL_STAGES, count_column, figures_dir
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -85,7 +85,7 @@ def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | 
         highs = row[[f"{c} high" for c in columns]].astype(float).to_numpy()
         err = [(values - lows).clip(min=0), (highs - values).clip(min=0)]
         err = [[0.0 if e != e else e for e in side] for side in err]  # a level the run has no samples of: no bar
-        counts = "/".join(_count(row.get(c.replace(" acc", " n"))) for c in columns)
+        counts = "/".join(_count(row.get(count_column(c))) for c in columns)
         ax.bar(xs, values, width=width * 0.95, yerr=err, capsize=2, label=f"{row['model']} (measured; n={counts})")
     markers = "ov^sDP*X"
     for i, row in reported.iterrows():

@@ -178,7 +178,7 @@ def saved_runs(
         config = _config(
             model, bench, protocol, levels, (model_limits or {}).get(model, limit), level3, max_steps, options, runs_dir, tasks
         )
-        folder, identity = locate_run(config, bench, load_backend(config.model, **config.backend_options))
+        folder, _ = locate_run(config, bench, load_backend(config.model, **config.backend_options))  # name = identity
         hint = "run notebook 02 (or workbench.run_models) with the same parameters first"
         if not folder.exists():
             raise ConfigError(f"{model}: no run with these settings in {folder.path.parent} ({folder.path.name}); {hint}")
