@@ -177,7 +177,8 @@ def breakdown_figure(
     """Accuracy per group (domain, API, call count) and level, with 95% intervals."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(breakdown) + 1.2))
-    labels = [f"L{lv} {g}" for lv, g in zip(breakdown["level"], breakdown[by])]
+    counts = breakdown["samples"] if "samples" in breakdown else [None] * len(breakdown)
+    labels = [f"L{lv} {g} (n={_count(n)})" for lv, g, n in zip(breakdown["level"], breakdown[by], counts)]
     acc = breakdown["acc"].astype(float)
     err = [(acc - breakdown["acc low"]).fillna(0), (breakdown["acc high"] - acc).fillna(0)]
     ax.barh(labels, acc.fillna(0), xerr=err, capsize=2, color="tab:blue")
@@ -314,7 +315,10 @@ def retriever_accuracy_figure(
 ) -> Figure:
     """API-call accuracy per model and level, one bar per retriever, from :func:`apibank_lib.retrieval.accuracy_by_retriever`."""
     plt = _plt()
-    table = table.assign(panel=[f"{m}, level {lv}" for m, lv in zip(table["model"], table["level"])])
+    # every retriever grades the same samples of a model and level, so one count per panel
+    table = table.assign(
+        panel=[f"{m}, level {lv} (n={_count(n)})" for m, lv, n in zip(table["model"], table["level"], table["API-call samples"])]
+    )
     panels = list(dict.fromkeys(table["panel"]))
     retrievers = list(dict.fromkeys(table["retriever"]))
     fig, ax = plt.subplots(figsize=(max(7.0, 1.2 * len(panels) + 3), 4.0))
