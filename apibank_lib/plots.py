@@ -161,7 +161,8 @@ def funnel_figure(funnel: Any, *, title: str = "", name: str = "funnel", directo
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 4))
     for level, part in funnel.groupby("level"):
-        ax.plot(range(len(part)), part["share (%)"], marker="o", label=f"level {level} ({ABILITIES[int(level)]})")
+        n = _count(part["samples"].iloc[0]) if "samples" in part else "-"  # the first stage counts every gold call
+        ax.plot(range(len(part)), part["share (%)"], marker="o", label=f"level {level} ({ABILITIES[int(level)]}, n={n})")
     ax.set_xticks(range(len(FUNNEL_STAGES)), FUNNEL_STAGES, rotation=25, ha="right")
     ax.set_ylabel("gold calls reaching the stage (%)")
     ax.set_ylim(0, 105)
@@ -299,7 +300,8 @@ def retrieval_figure(
         xs = [i + (g - (len(groups) - 1) / 2) * width for i in range(len(retrievers))]
         values = part[metric].astype(float)
         err = [(values - part[f"{metric} low"]).clip(lower=0).fillna(0), (part[f"{metric} high"] - values).clip(lower=0).fillna(0)]
-        ax.bar(xs, values.fillna(0), width=width * 0.95, yerr=err, capsize=2, label=f"{by}: {group}")
+        n = _count(part["queries"].max()) if "queries" in part else "-"  # every retriever answers the same queries
+        ax.bar(xs, values.fillna(0), width=width * 0.95, yerr=err, capsize=2, label=f"{by}: {group} (n={n})")
     ax.set_xticks(range(len(retrievers)), retrievers)
     ax.set_ylabel(f"{metric} (%)" if metric != "MRR" else "mean reciprocal rank")
     ax.set_ylim(0, 105 if metric != "MRR" else 1.05)
