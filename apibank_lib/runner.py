@@ -21,6 +21,7 @@ searches, calls, sees results and continues until it answers or reaches
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import re
@@ -49,8 +50,10 @@ from apibank_lib.runs import (
     RunFolder,
     RunInfo,
     default_runs_dir,
+    episodes_file,
     plan,
     plan_of,
+    sample_identity,
 )
 from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.types import ApiRecord, Context, Episode, Sample
@@ -147,7 +150,12 @@ def _folder_name(identity: dict[str, Any], protocol: str) -> str:
 
 
 def locate_run(config: RunConfig, bench: Benchmark, backend: Backend) -> tuple[RunFolder, dict[str, Any]]:
-    """Where these settings' run lives and its identity; nothing is read or written (the folder may not exist)."""
+    """Where these settings' run lives and its identity; nothing is written (the folder may not exist).
+
+    The folder is ``<runs dir>/<model>-<protocol>-<hash of the identity>``. When no folder of that name exists, a
+    folder written before episodes had files of their own (its identity holds ``max_steps``) with the same
+    teacher-forced identity is used instead (:func:`_older_folder`), so that its answers are not asked again.
+    """
     mode = backend.prompt_mode(config.requested_prompt_mode())
     identity = json.loads(
         json.dumps(
@@ -155,8 +163,62 @@ def locate_run(config: RunConfig, bench: Benchmark, backend: Backend) -> tuple[R
             default=str,
         )
     )
+    if config.out:
+        return RunFolder(config.out), identity
     parent = Path(config.runs_dir) if config.runs_dir else default_runs_dir()
-    return RunFolder(config.out or parent / _folder_name(identity, config.protocol)), identity
+    name = _folder_name(identity, config.protocol)
+    folder = RunFolder(parent / name)
+    if not folder.exists():
+        folder = _older_folder(parent, name, identity, config) or folder
+    return folder, identity
+
+
+def _older_folder(parent: Path, name: str, identity: dict[str, Any], config: RunConfig) -> RunFolder | None:
+    """A folder written before episodes had files of their own whose teacher-forced identity is ``identity``.
+
+    Such folders are named by a hash that included the step limit (and, for some, the retriever), so they are
+    found by reading the ``config.json`` of the folders of the same model and protocol. When several match, the
+    one whose episodes have the asked settings comes first, then the one with the most answers, then by name.
+    """
+    prefix = name[: name.rindex("-") + 1]
+    found: list[tuple[bool, int, str, RunFolder]] = []
+    for path in sorted(parent.glob(f"{glob.escape(prefix)}*")) if parent.is_dir() else []:
+        older = RunFolder(path)
+        if not older.exists():
+            continue
+        try:
+            info = older.read_info()
+        except ApibankError:
+            continue
+        if "max_steps" not in info.identity or sample_identity(info.identity) != identity:
+            continue
+        episodes = info.episode_set()
+        same_episodes = bool(
+            config.plans_episodes()
+            and episodes
+            and {k: episodes[k] for k in ("max_steps", "retriever")} == config.episode_identity()
+        )
+        size = older.predictions_path.stat().st_size if older.predictions_path.is_file() else 0
+        found.append((not same_episodes, -size, path.name, older))
+    return min(found, key=lambda f: f[:3])[3] if found else None
+
+
+def _episodes_entry(config: RunConfig, before: RunInfo | None) -> dict[str, Any] | None:
+    """The ``episodes`` entry of the folder's ``config.json`` after this command (see :attr:`RunInfo.episodes`)."""
+    current = before.episode_set() if before is not None else None
+    if not config.plans_episodes():
+        return before.episodes if before is not None else None
+    wanted = config.episode_identity()
+    if current is not None and {k: current[k] for k in ("max_steps", "retriever")} == wanted:
+        return current
+    if current is not None:
+        warnings.warn(
+            f"the folder's episodes ran with {current['max_steps']} steps and {current['retriever']!r}; episodes with "
+            f"{wanted['max_steps']} steps and {wanted['retriever']!r} go to {episodes_file(wanted)} and are the ones "
+            f"scored from now on ({current['file']} is kept)",
+            stacklevel=3,
+        )
+    return {**wanted, "file": episodes_file(wanted)}
 
 
 def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder:
@@ -175,19 +237,30 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
             "once the server is fixed, start the run over with --restart (restart=True)"
         )
     plans: list[dict[str, Any]] = []
+    before: RunInfo | None = None
     if folder.exists():
         before = folder.read_info()
-        if before.identity != identity:
-            diffs = "; ".join(_differences(before.identity, identity))
+        if sample_identity(before.identity) != identity:
+            diffs = "; ".join(_differences(sample_identity(before.identity), identity))
             raise ConfigError(
                 f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder"
             )
         plans = before.all_plans()
+        identity = before.identity  # an older folder keeps the identity its name was made from
     if plan_of(config) not in plans:  # what this command asks for is added to what earlier ones asked for
         plans = [*plans, plan_of(config)]
     settings = {k: v for k, v in asdict(config).items() if k not in ("out", "runs_dir", "restart")}
     folder.write_info(
-        RunInfo(identity, settings, backend.info(), str(bench.root), bench.official, _code_version(), plans=plans)
+        RunInfo(
+            identity,
+            settings,
+            backend.info(),
+            str(bench.root),
+            bench.official,
+            _code_version(),
+            plans=plans,
+            episodes=_episodes_entry(config, before),
+        )
     )
     return folder
 

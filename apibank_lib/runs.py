@@ -5,6 +5,8 @@ it stopped and scoring can be redone without querying a model again::
 
     config.json        RunInfo: the settings, the run's identity, the backend, the data
     predictions.jsonl  one PredictionRecord per line, appended and flushed as answered
+    episodes-<max steps>steps-<retriever>.jsonl
+                       the level-3 agent episodes, one file per episode settings
     summary.json       what the last invocation of the runner did
     judgments.jsonl    one JudgmentRecord per line (written by scoring)
     metrics.json       the aggregated metrics, with coverage (written by scoring)
@@ -13,6 +15,17 @@ it stopped and scoring can be redone without querying a model again::
 the settings ask for, in dataset order) live here too, so that scoring can
 tell a partial run from a complete one without importing the runner.
 ``RunFolder(path).to_frame()`` gives the judgments as a pandas DataFrame.
+
+What a folder holds is decided by what changes an answer. Teacher-forced samples (levels 1-3, the context is the
+gold dialogue) depend on the model, the data, the protocol, the prompt mode and the decoding: that is the folder's
+identity, so one such combination answers each sample once, whatever else a command asks for. Agent episodes also
+depend on the step limit and on the retriever (the model sees search results): those two make the episodes'
+identity (:meth:`RunConfig.episode_identity`), and each episode identity has a file of its own in the folder.
+
+Folders written before this layout (their identity holds ``max_steps``, and their episodes are in
+``predictions.jsonl``) still load and still resume: :func:`apibank_lib.runner.locate_run` finds them when no folder
+of the new name exists, their episodes are read where they are, and episodes of other settings go to a file of
+their own.
 """
 
 from __future__ import annotations
@@ -45,9 +58,30 @@ __all__ = [
     "plan_of",
     "planned",
     "default_runs_dir",
+    "EPISODE_KEYS",
+    "episodes_file",
+    "sample_identity",
 ]
 
 LEVEL3_MODES = ("steps", "loop", "both")
+
+PREDICTIONS_FILE = "predictions.jsonl"
+
+EPISODE_KEYS = ("max_steps", "retriever")
+"""Identity entries that change only agent episodes; folders written before episodes had files of their own hold
+them in their identity."""
+
+
+def sample_identity(identity: dict[str, Any]) -> dict[str, Any]:
+    """A folder's identity without what changes only episodes (for comparing a folder written before episodes had
+    files of their own with today's settings)."""
+    return {k: v for k, v in identity.items() if k not in EPISODE_KEYS}
+
+
+def episodes_file(episode_identity: dict[str, Any]) -> str:
+    """The file name of one episode identity's episodes: ``episodes-12steps-enriched.jsonl``."""
+    retriever = str(episode_identity["retriever"]).replace("/", "-")
+    return f"episodes-{int(episode_identity['max_steps'])}steps-{retriever}.jsonl"
 
 
 def default_runs_dir() -> Path:
@@ -152,13 +186,15 @@ class RunConfig:
         prompt_mode: str,
         mode_identity: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """What makes two runs the same run: everything that changes an answer, nothing else.
+        """What makes two runs the same run folder: everything that changes a teacher-forced answer, nothing else.
 
         The model (as its backend states it, without server address or port),
         the prompt mode (and, in chat mode, how a call is asked for and the
         template it is rendered with), the protocol, decoding and prompt
         settings, and the data. Levels, limit and tasks may grow on resume;
-        concurrency, timeouts and retries never change an answer.
+        concurrency, timeouts and retries never change an answer. The step
+        limit and the retriever change only agent episodes: they are the
+        episodes' identity (:meth:`episode_identity`), not the folder's.
         """
         ident: dict[str, Any] = {
             "model": backend_identity,
@@ -167,19 +203,20 @@ class RunConfig:
             "data_fingerprint": data_fingerprint,
             "shots": self.shots,
             "max_tokens": self.max_tokens,
-            "max_steps": self.max_steps,
             "seed": self.seed,
         }
         if mode_identity:
             ident["prompt"] = mode_identity
-        retriever = self.effective_retriever()
-        if 3 in self.levels and self.level3 != "steps" and retriever != PAPER_RECIPE:
-            # The retriever changes answers only where search results are shown to the model: level-3 episodes.
-            # Elsewhere it only changes grading, which can be redone on the same predictions. Named only when it
-            # is not the one every run used before retrievers were choosable, so those runs keep their identity.
-            # (A run that adds level-3 episodes later therefore gets a folder of its own.)
-            ident["retriever"] = retriever
         return ident
+
+    def plans_episodes(self) -> bool:
+        """Whether these settings ask for level-3 agent episodes."""
+        return 3 in self.levels and self.level3 != "steps"
+
+    def episode_identity(self) -> dict[str, Any]:
+        """What, beside the folder's identity, changes an agent episode: the step limit and the retriever whose
+        results the model is shown."""
+        return {"max_steps": self.max_steps, "retriever": self.effective_retriever()}
 
     def effective_retriever(self) -> str:
         """The retriever named, or the protocol's."""
@@ -200,6 +237,9 @@ class RunInfo:
         plans: what every command that wrote into the folder asked for (its levels, limit, tasks and level-3
             mode, each once, in order): what the folder is expected to hold is their union. Folders written before
             plans were kept have one, read from ``config``.
+        episodes: the identity of the episodes the folder's scores are about (:meth:`RunConfig.episode_identity`)
+            and the file that holds them (``file``); None when no command asked for episodes. A folder written
+            before episodes had files of their own gives it from its identity (:meth:`episode_set`).
     """
 
     identity: dict[str, Any]
@@ -209,6 +249,7 @@ class RunInfo:
     official_release: bool
     code_version: str
     plans: list[dict[str, Any]] = field(default_factory=list)
+    episodes: dict[str, Any] | None = None
 
     def all_plans(self) -> list[dict[str, Any]]:
         """:attr:`plans`, or the one plan ``config`` holds for a folder written before they were kept."""
@@ -219,11 +260,29 @@ class RunInfo:
         """The protocol's name."""
         return str(self.identity["protocol"])
 
+    def episode_set(self) -> dict[str, Any] | None:
+        """The episodes' identity and file (``{"max_steps", "retriever", "file"}``), or None when no command that
+        wrote the folder asked for episodes.
+
+        A folder written before episodes had files of their own keeps them in ``predictions.jsonl`` and their
+        settings in its identity (the retriever named there only when it was not the paper's)."""
+        if self.episodes is not None:
+            return dict(self.episodes)
+        if "max_steps" not in self.identity:
+            return None
+        if not any(3 in p["levels"] and p["level3"] != "steps" for p in self.all_plans()):
+            return None
+        return {
+            "max_steps": self.identity["max_steps"],
+            "retriever": self.identity.get("retriever", PAPER_RECIPE),
+            "file": PREDICTIONS_FILE,
+        }
+
     @property
     def retriever(self) -> str:
-        """The retriever the run's searches go through: the identity's (episodes ran with it), else the one the
-        run named, else its protocol's."""
-        named = self.identity.get("retriever") or self.config.get("retriever")
+        """The retriever the run's searches are graded with: the one its episodes searched with (when it was named
+        for them), else the one the last command named, else its protocol's."""
+        named = (self.episodes or {}).get("retriever") or self.identity.get("retriever") or self.config.get("retriever")
         return str(named) if named else get_protocol(self.protocol).retriever
 
     @property
@@ -533,7 +592,12 @@ class RunFolder:
             raise ConfigError(f"{self.path} is not a run folder (it has no config.json)")
         try:
             raw = json.loads(self.config_path.read_text(encoding="utf-8"))
-            return RunInfo(**{f.name: raw[f.name] for f in fields(RunInfo) if f.name != "plans"}, plans=raw.get("plans", []))
+            optional = ("plans", "episodes")
+            return RunInfo(
+                **{f.name: raw[f.name] for f in fields(RunInfo) if f.name not in optional},
+                plans=raw.get("plans", []),
+                episodes=raw.get("episodes"),
+            )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DataError(
                 f"not a run config of this version ({type(exc).__name__}: {exc})", self.config_path
@@ -563,7 +627,8 @@ class RunFolder:
         Returns:
             The folder they went to, or None when there was nothing to move.
         """
-        files = [p for p in (self.predictions_path, self.judgments_path, self.metrics_path, self.summary_path, self.warnings_path) if p.is_file()]
+        named = (self.predictions_path, self.judgments_path, self.metrics_path, self.summary_path, self.warnings_path)
+        files = [p for p in named if p.is_file()] + sorted(self.path.glob("episodes-*.jsonl"))
         if not files:
             return None
         n = 1
@@ -577,46 +642,45 @@ class RunFolder:
 
     # --- predictions -----------------------------------------------------------------------------
 
+    def episodes_path(self) -> Path | None:
+        """The file that holds the episodes the folder's scores are about (:meth:`RunInfo.episode_set`), or None when
+        no command asked for episodes (or the folder holds no run yet)."""
+        if not self.exists():
+            return None
+        episodes = self.read_info().episode_set()
+        return self.path / episodes["file"] if episodes else None
+
     def read_predictions(self, *, repair: bool = False) -> Predictions:
         """The last record per sample key, and the lines that could not be read.
 
-        A last line without its newline (a crash mid-write) is left out; with
-        ``repair`` it is also cut from the file so appending can continue safely.
-        A broken line elsewhere is left out and reported, never fatal.
+        Teacher-forced samples come from ``predictions.jsonl``, episodes from the file of the folder's episode
+        identity (:meth:`episodes_path`). A last line without its newline (a crash mid-write) is left out; with
+        ``repair`` it is also cut from the file so appending can continue safely. A broken line elsewhere is left
+        out and reported, never fatal.
         """
-        path = self.predictions_path
-        if not path.is_file():
-            return Predictions({})
-        raw = path.read_bytes()
-        dropped: list[str] = []
-        cut_note: str | None = None
-        if raw and not raw.endswith(b"\n"):
-            cut = raw.rfind(b"\n") + 1
-            cut_note = "line %d" % (raw[:cut].count(b"\n") + 1)
-            raw = raw[:cut]
-            if repair:
-                with path.open("r+b") as f:
-                    f.truncate(cut)
-        records: dict[str, PredictionRecord] = {}
-        for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = PredictionRecord.from_dict(json.loads(line))
-            except (json.JSONDecodeError, TypeError, AttributeError) as exc:
-                dropped.append(f"line {number}: not a prediction record ({type(exc).__name__}: {exc})")
-                continue
-            records[rec.key] = rec
-        if cut_note is not None:
-            dropped.append(f"{cut_note}: cut off before its end (an interrupted write)")
-        return Predictions(records, dropped)
+        samples = _read_records(self.predictions_path, repair)
+        episodes_path = self.episodes_path()
+        if episodes_path is None or episodes_path == self.predictions_path:
+            return samples
+        # Episodes of other settings may sit in predictions.jsonl (a folder written before episodes had files of
+        # their own): they are not the ones asked for now.
+        kept = {k: r for k, r in samples.records.items() if r.kind != "episode"}
+        episodes = _read_records(episodes_path, repair)
+        records = kept | {k: r for k, r in episodes.records.items() if r.kind == "episode"}
+        return Predictions(records, samples.dropped + [f"{episodes_path.name} {d}" for d in episodes.dropped])
 
     @contextmanager
     def prediction_writer(self) -> Iterator[PredictionWriter]:
-        """Append records to ``predictions.jsonl``, each flushed as soon as it is written."""
+        """Append records to ``predictions.jsonl`` (episodes to their own file), each flushed as soon as it is
+        written."""
         self.path.mkdir(parents=True, exist_ok=True)
+        episodes_path = self.episodes_path() or self.predictions_path
         with self.predictions_path.open("a", encoding="utf-8") as f:
-            yield PredictionWriter(f)
+            writer = PredictionWriter(f, episodes_path if episodes_path != self.predictions_path else None)
+            try:
+                yield writer
+            finally:
+                writer.close()
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Write ``summary.json``."""
@@ -705,14 +769,57 @@ class RunFolder:
 
 
 class PredictionWriter:
-    """Appends prediction records to an open file, one flushed JSON line each."""
+    """Appends prediction records to an open file, one flushed JSON line each; episodes go to their own file
+    (opened on the first episode) when one is given."""
 
-    def __init__(self, file: IO[str]) -> None:
+    def __init__(self, file: IO[str], episodes_path: Path | None = None) -> None:
         self._file = file
+        self._episodes_path = episodes_path
+        self._episodes: IO[str] | None = None
         self.written = 0
 
     def write(self, record: PredictionRecord) -> None:
         """Append one record and flush it to the operating system."""
-        self._file.write(json.dumps(record.to_dict(), ensure_ascii=False, default=str) + "\n")
-        self._file.flush()
+        target = self._file
+        if record.kind == "episode" and self._episodes_path is not None:
+            if self._episodes is None:
+                self._episodes = self._episodes_path.open("a", encoding="utf-8")
+            target = self._episodes
+        target.write(json.dumps(record.to_dict(), ensure_ascii=False, default=str) + "\n")
+        target.flush()
         self.written += 1
+
+    def close(self) -> None:
+        """Close the episodes' file if one was opened (the main file belongs to the caller)."""
+        if self._episodes is not None:
+            self._episodes.close()
+            self._episodes = None
+
+
+def _read_records(path: Path, repair: bool) -> Predictions:
+    """The last record per key in one predictions file (see :meth:`RunFolder.read_predictions`)."""
+    if not path.is_file():
+        return Predictions({})
+    raw = path.read_bytes()
+    dropped: list[str] = []
+    cut_note: str | None = None
+    if raw and not raw.endswith(b"\n"):
+        cut = raw.rfind(b"\n") + 1
+        cut_note = "line %d" % (raw[:cut].count(b"\n") + 1)
+        raw = raw[:cut]
+        if repair:
+            with path.open("r+b") as f:
+                f.truncate(cut)
+    records: dict[str, PredictionRecord] = {}
+    for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = PredictionRecord.from_dict(json.loads(line))
+        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+            dropped.append(f"line {number}: not a prediction record ({type(exc).__name__}: {exc})")
+            continue
+        records[rec.key] = rec
+    if cut_note is not None:
+        dropped.append(f"{cut_note}: cut off before its end (an interrupted write)")
+    return Predictions(records, dropped)

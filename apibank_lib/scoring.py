@@ -270,7 +270,7 @@ def score_run(
         raise ConfigError(
             f"the data at {bench.root} is not the run's data (fingerprint {bench.fingerprint}, the run used {expected_fp})"
         )
-    ran_with = info.identity.get("retriever")
+    ran_with = (info.episode_set() or {}).get("retriever") if info.episodes else info.identity.get("retriever")
     if retriever is not None and ran_with is not None and retriever != ran_with:
         raise ConfigError(
             f"the run's level-3 episodes searched with {ran_with!r}; grading them with {retriever!r} would judge "

@@ -117,20 +117,22 @@ def test_the_retrieval_table_has_intervals_per_split(bench: Benchmark) -> None:
     assert row["hit@1 low"] <= row["hit@1"] <= row["hit@1 high"] and 0 <= row["MRR"] <= 1 and row["hit@3"] >= row["hit@1"]
 
 
-def test_the_retriever_enters_a_runs_identity_only_where_it_changes_answers() -> None:
+def test_the_retriever_enters_only_the_episodes_identity() -> None:
     from apibank_lib.runs import RunConfig
 
     with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
         RunConfig("oracle", retriever="bm26").validate()
     ident = {"backend": "oracle"}
-    # Teacher-forced samples: the retriever only changes grading, so runs keep the identity they always had.
-    assert "retriever" not in RunConfig("oracle").identity("fp", ident, "reference")
-    assert "retriever" not in RunConfig("oracle", retriever="bm25").identity("fp", ident, "reference")
-    # Level-3 episodes show search results to the model: the retriever is part of what the run is.
-    assert RunConfig("oracle", level3="loop", retriever="bm25").identity("fp", ident, "reference")["retriever"] == "bm25"
-    assert RunConfig("oracle", level3="both").identity("fp", ident, "reference")["retriever"] == V2.retriever
-    assert "retriever" not in RunConfig("oracle", levels=(1, 2), level3="both").identity("fp", ident, "reference")
-    assert "retriever" not in RunConfig("oracle", level3="loop", protocol=PAPER.name).identity("fp", ident, "reference")
+    # Teacher-forced samples: the retriever only changes grading, so it is not part of the folder's identity.
+    base = RunConfig("oracle").identity("fp", ident, "reference")
+    for config in (RunConfig("oracle", retriever="bm25"), RunConfig("oracle", level3="loop", retriever="bm25", max_steps=3)):
+        assert config.identity("fp", ident, "reference") == base
+    assert "retriever" not in base and "max_steps" not in base
+    # Level-3 episodes show search results to the model: the retriever and the step limit are the episodes' identity.
+    assert RunConfig("oracle", level3="loop", retriever="bm25").episode_identity() == {"max_steps": 12, "retriever": "bm25"}
+    assert RunConfig("oracle", level3="both").episode_identity()["retriever"] == V2.retriever
+    assert not RunConfig("oracle", levels=(1, 2), level3="both").plans_episodes()
+    assert RunConfig("oracle", level3="loop", protocol=PAPER.name).episode_identity()["retriever"] == "embedding"
     assert RunConfig("oracle").effective_retriever() == V2.retriever != PAPER.retriever == "embedding"
 
 

@@ -209,3 +209,62 @@ def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(be
     (out / "config.json").write_text(json.dumps(raw))
     info = RunFolder(out).read_info()
     assert info.plans == [] and info.all_plans() == [{"levels": [1], "limit": 2, "tasks": ["api", "response"], "level3": "steps"}]
+
+
+# --- identity: teacher-forced samples once per folder, episodes in files of their own ---------------------------
+
+
+def test_the_step_limit_and_retriever_change_only_the_episodes_file(bench: Benchmark, tmp_path: Path) -> None:
+    steps = run(RunConfig("oracle", levels=(3,), limit=3, level3="steps", max_steps=4, runs_dir=str(tmp_path)), bench=bench, progress=False)
+    both = run(RunConfig("oracle", levels=(3,), limit=3, level3="both", runs_dir=str(tmp_path)), bench=bench, progress=False)
+    assert both.path == steps.path and both.skipped == 3 and both.answered == 3  # the samples were not asked again
+    folder = RunFolder(both.path)
+    assert sorted(p.name for p in folder.path.glob("*.jsonl")) == ["episodes-12steps-enriched.jsonl", "predictions.jsonl"]
+    assert {r.kind for r in folder.read_predictions().records.values()} == {"api", "episode"}  # the first 3 are calls
+    assert "episode" not in folder.predictions_path.read_text()
+    # Episodes with another step limit are another set, in a file of their own; the folder's scores follow the last.
+    with pytest.warns(UserWarning, match="go to episodes-5steps-bm25.jsonl"):
+        other = run(
+            RunConfig("oracle", levels=(3,), limit=2, level3="loop", max_steps=5, retriever="bm25", runs_dir=str(tmp_path)),
+            bench=bench,
+            progress=False,
+        )
+    assert other.path == steps.path and other.answered == 2
+    info = folder.read_info()
+    assert info.episodes == {"max_steps": 5, "retriever": "bm25", "file": "episodes-5steps-bm25.jsonl"}
+    episodes = [r for r in folder.read_predictions().records.values() if r.kind == "episode"]
+    assert len(episodes) == 2 and (folder.path / "episodes-12steps-enriched.jsonl").read_text().count("\n") == 3
+    assert score_run(folder.path, bench=bench)["levels"]["3"]["episodes"] == 2
+
+
+def test_a_folder_written_before_episodes_had_files_of_their_own_still_loads_and_resumes(
+    bench: Benchmark, tmp_path: Path
+) -> None:
+    from apibank_lib import runner
+
+    config = RunConfig("oracle", levels=(3,), limit=2, level3="both", max_steps=10, runs_dir=str(tmp_path))
+    made = RunFolder(run(config, bench=bench, progress=False).path)
+    # Turn it into the older layout: the identity holds the step limit (and the retriever), episodes are with the rest.
+    raw = json.loads(made.config_path.read_text())
+    raw["identity"] |= {"max_steps": 10, "retriever": "enriched"}
+    del raw["episodes"]
+    made.config_path.write_text(json.dumps(raw))
+    episodes = made.path / "episodes-10steps-enriched.jsonl"
+    with made.predictions_path.open("a") as f:
+        f.write(episodes.read_text())
+    episodes.unlink()
+    older = made.path.rename(tmp_path / (made.path.name[:-8] + "0ld0ld00"))
+    info = RunFolder(older).read_info()
+    assert info.episode_set() == {"max_steps": 10, "retriever": "enriched", "file": "predictions.jsonl"}
+    assert len(RunFolder(older).read_predictions().records) == 4
+    # The same settings find it (no folder of today's name exists) and ask nothing again.
+    again = run(config, bench=bench, progress=False)
+    assert again.path == older and again.answered == 0 and again.skipped == 4
+    # Other teacher-forced settings are another folder; other episode settings add their own file to the old one.
+    assert runner.locate_run(RunConfig("oracle", max_tokens=64, runs_dir=str(tmp_path)), bench, OracleBackend())[0].path != older
+    with pytest.warns(UserWarning, match="ran with 10 steps"):
+        more = run(RunConfig("oracle", levels=(3,), limit=2, level3="loop", runs_dir=str(tmp_path)), bench=bench, progress=False)
+    assert more.path == older and more.answered == 2
+    kinds = [r.kind for r in RunFolder(older).read_predictions().records.values()]
+    assert kinds.count("episode") == 2 and len(kinds) == 4
+    assert score_run(older, bench=bench)["coverage"]["missing"] == 0
