@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml
 
 # The main job on the bundled data: validation and the gold replay under both protocols, then every
 # numbered notebook executed with papermill (statistics, sandbox demo, model runs, scores, errors),
-# writing tables to results/ and figures to figures/. REPRODUCE_ARGS=--full runs every sample of every model.
+# writing tables to results/bundled/ and figures to figures/bundled/. REPRODUCE_ARGS=--full runs every sample of every model.
 REPRODUCE_ARGS ?=
 
 reproduce: setup

@@ -19,22 +19,18 @@ Conventions:
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import os
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.calls import parse_first_call
 from apibank_lib.datasets import Benchmark, load_benchmark, statistics
-from apibank_lib.errors import CallError, ConfigError, ParseError
+from apibank_lib.errors import ConfigError
 from apibank_lib.grading import replay
-from apibank_lib.paths import PROJECT_ROOT
-from apibank_lib.protocols import PAPER, GradingProtocol, get_protocol
+from apibank_lib.paths import figures_dir, results_dir, use_source
+from apibank_lib.protocols import PAPER
 from apibank_lib.reported import (
     OFFICIAL_RELEASE_COUNTS,
     ORIGINAL_REPLAY,
@@ -43,13 +39,13 @@ from apibank_lib.reported import (
     PAPER_MAIN_RESULTS,
     PAPER_TOOLALPACA,
 )
-from apibank_lib.runs import JudgmentRecord, RunFolder, RunInfo, default_runs_dir
-from apibank_lib.scoring import score_run, scored_version, version_note
+from apibank_lib.runs import JudgmentRecord, RunFolder, default_runs_dir
+from apibank_lib.scoring import ScoredRun, accuracy, scored
 from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import domains
-from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample, ToolSchema
+from apibank_lib.types import ApiCallSample, ResponseSample, ToolSchema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,6 +55,7 @@ __all__ = [
     "load_runs",
     "results_dir",
     "figures_dir",
+    "use_data",
     "save_table",
     "main_table",
     "compact_main_table",
@@ -101,14 +98,12 @@ PAPER_SEVEN = (
 
 
 
-def results_dir() -> Path:
-    """Where tables are written: ``$APIBANK_RESULTS``, else ``results/`` in the project."""
-    return Path(os.environ.get("APIBANK_RESULTS") or PROJECT_ROOT / "results")
-
-
-def figures_dir() -> Path:
-    """Where figures are written: ``$APIBANK_FIGURES``, else ``figures/`` in the project."""
-    return Path(os.environ.get("APIBANK_FIGURES") or PROJECT_ROOT / "figures")
+def use_data(bench: Benchmark) -> Path:
+    """Write this notebook's tables and figures in the folders of ``bench``'s data source (``results/bundled/``,
+    ``results/<release folder>/``, and the same under ``figures/``), so that a run on one source never overwrites
+    another's; returns the tables' folder."""
+    use_source(bench.source)
+    return results_dir()
 
 
 def _whole_numbers_as_integers(frame: Any) -> Any:
@@ -144,99 +139,19 @@ def save_table(frame: Any, name: str, directory: str | Path | None = None) -> di
 # --- runs ----------------------------------------------------------------------------------------
 
 
-@dataclass
-class ScoredRun:
-    """A scored run folder with its labels.
-
-    Attributes:
-        folder: the run folder.
-        info: its ``config.json``.
-        metrics: its ``metrics.json``.
-        judgments: its judgments, in dataset order, less those an erratum of the data excludes.
-        excluded: the judgments an erratum excludes (kept to be read, counted in no table's accuracy).
-    """
-
-    folder: RunFolder
-    info: RunInfo
-    metrics: dict[str, Any]
-    judgments: list[JudgmentRecord]
-    excluded: list[JudgmentRecord] = field(default_factory=list)
-
-    @classmethod
-    def read(cls, folder: RunFolder, info: RunInfo) -> ScoredRun:
-        """A scored folder as it is on disk, its excluded judgments set apart."""
-        judgments = folder.read_judgments()
-        return cls(
-            folder, info, folder.read_metrics(),
-            [j for j in judgments if j.excluded is None], [j for j in judgments if j.excluded is not None],
-        )
-
-    @property
-    def errata(self) -> str:
-        """What the errata did to this run, for tables: ``api-bank@1: 5 excluded, 5 corrected`` (empty when the
-        protocol applied none)."""
-        applied = self.metrics.get("errata")
-        if not applied:
-            return ""
-        overall = self.metrics.get("overall", {})
-        return (
-            f"{applied['errata']}: {overall.get('excluded_by_errata', 0)} excluded, "
-            f"{overall.get('corrected_by_errata', 0)} corrected"
-        )
-
-    @property
-    def model(self) -> str:
-        """The model as its backend names it (``oracle``, ``llamacpp:gemma-3-270m``, ``openai:<model>``), no URL."""
-        ident = self.info.identity["model"]
-        name = f"{ident['backend']}:{ident['model']}" if ident.get("model") else str(ident["backend"])
-        return f"{name}+{ident['adapter']}" if ident.get("adapter") else name
-
-    @property
-    def prompt_mode(self) -> str:
-        """``chat``, ``tools``, ``completion`` or ``reference``."""
-        return str(self.info.identity.get("prompt_mode", ""))
-
-    @property
-    def protocol(self) -> str:
-        """The grading protocol's name."""
-        return self.info.protocol
-
-    @property
-    def protocol_version(self) -> str:
-        """The version of the protocol the run was scored under (``v2.1``), which tables show."""
-        return scored_version(self.metrics)
-
-    @property
-    def data(self) -> str:
-        """``bundled``, or the official release's folder name."""
-        return Path(self.info.data).name if self.info.official_release else "bundled"
-
-    @property
-    def date(self) -> str:
-        """When the run was last scored (the day of its ``metrics.json``)."""
-        return _dt.date.fromtimestamp(self.folder.metrics_path.stat().st_mtime).isoformat()
-
-    @property
-    def label(self) -> str:
-        """``model (prompt mode, protocol version, data)``, unique enough for a table row."""
-        return f"{self.model} ({self.prompt_mode}, {self.protocol_version}, {self.data})"
-
-    def labels(self) -> dict[str, str]:
-        """The label columns every table of runs starts with (the protocol as the version it was scored under)."""
-        return {"model": self.model, "prompt mode": self.prompt_mode, "protocol": self.protocol_version, "data": self.data}
-
-
 def load_runs(
     runs: Iterable[str | Path | RunFolder] | None = None, *, bench: Benchmark | None = None, rescore: bool = False
 ) -> list[ScoredRun]:
-    """Scored runs, scoring those that are not scored yet (or all, with ``rescore``).
+    """Scored runs (:func:`apibank_lib.scoring.scored` of each), scoring those that are not scored yet (or all,
+    with ``rescore``).
 
     Reading never changes a run's scores: a run scored under another version of its protocol is loaded as it is,
     with a warning that names both versions, and its rows say which version they are.
 
     Args:
-        runs: run folders; default: every run folder under the runs folder (sorted by name).
-        bench: the benchmark the runs used (loaded from each run's config otherwise).
+        runs: run folders (or runs already read, kept as they are); default: every run folder under the runs
+            folder (sorted by name).
+        bench: the benchmark of the runs made on it (the others load their own data).
         rescore: score every run again under today's protocol (e.g. after a grading change), replacing its
             ``metrics.json`` and ``judgments.jsonl``.
     """
@@ -245,15 +160,14 @@ def load_runs(
         runs = sorted(p for p in root.iterdir() if (p / "config.json").is_file()) if root.is_dir() else []
     out = []
     for item in runs:
-        folder = item if isinstance(item, RunFolder) else RunFolder(item)
-        info = folder.read_info()
-        usable = bench if bench is not None and bench.fingerprint == info.identity["data_fingerprint"] else None
-        unscored = not folder.metrics_path.is_file() or not folder.judgments_path.is_file()
-        if rescore or unscored:
-            score_run(folder.path, bench=usable, rescore=True)
-        elif (note := version_note(folder)) is not None:
-            warnings.warn(note, stacklevel=2)
-        out.append(ScoredRun.read(folder, info))
+        if isinstance(item, ScoredRun) and not rescore:
+            out.append(item)
+            continue
+        folder = item.folder if isinstance(item, ScoredRun) else item if isinstance(item, RunFolder) else RunFolder(item)
+        fingerprint = folder.read_info().identity["data_fingerprint"]
+        usable = bench if bench is not None and bench.fingerprint == fingerprint else None
+        run = scored(folder, usable, rescore=rescore, stacklevel=3)
+        out.append(run.restricted(item.by_key) if isinstance(item, ScoredRun) else run)
     return out
 
 
@@ -311,11 +225,13 @@ def _cluster(j: JudgmentRecord) -> tuple[int, str]:
 
 
 def _accuracy(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, float | None, float | None]:
-    """Accuracy (%) with its interval over a set of API-call (or episode) judgments."""
-    if not js:
+    """Accuracy (%) over a set of API-call (or episode) judgments (:func:`apibank_lib.scoring.accuracy`), with its
+    interval (dialogues resampled)."""
+    _, counted, share = accuracy(js)
+    if not counted:
         return None, None, None
     iv = bootstrap_mean([1.0 if j.correct else 0.0 for j in js], [_cluster(j) for j in js], n_boot=n_boot, seed=seed)
-    return _pct(iv.estimate), _pct(iv.low), _pct(iv.high)
+    return _pct(share), _pct(iv.low), _pct(iv.high)
 
 
 def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, ...]:
@@ -437,20 +353,20 @@ def compare_runs(runs: Sequence[ScoredRun]) -> pd.DataFrame:
     rows = []
     for r in runs:
         row: dict[str, Any] = {**r.labels()}
-        for lv, m in r.metrics["levels"].items():
-            row[f"L{lv} acc"] = _pct(m["api_accuracy"])
-            row[f"L{lv} samples"] = m["api_samples"]
-            for name, value in (m.get("rouge_l_by_metric") or {}).items():
+        for lv, m in r.metrics.levels.items():
+            row[f"L{lv} acc"] = _pct(m.api_accuracy)
+            row[f"L{lv} samples"] = m.api_samples
+            for name, value in m.rouge_l_by_metric.items():
                 row[f"L{lv} ROUGE-L ({name})"] = value
-            if "episodes" in m:
-                row["L3 episodes solved"] = _pct(m["episode_success_rate"])
-        row["total acc"] = _pct(r.metrics["overall"]["api_accuracy"])
-        cov = r.metrics["coverage"]
+            if m.episodes is not None:
+                row["L3 episodes solved"] = _pct(m.episode_success_rate)
+        row["total acc"] = _pct(r.metrics.overall.api_accuracy)
+        cov = r.metrics.coverage
         row.update({"answered": cov["answered"], "failed": cov["failed"], "expected": cov["expected"]})
         # Answers of zero tokens (scored before this count existed: unknown until scored again).
-        row["empty answers"] = r.metrics["overall"].get("empty_answers")
+        row["empty answers"] = r.metrics.overall.empty_answers
         row["errata"] = r.errata
-        row["partial"] = bool(r.metrics["partial"])
+        row["partial"] = r.metrics.partial
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -667,41 +583,6 @@ def _next_replies(bench: Benchmark) -> dict[str, str]:
     return out
 
 
-def _called_name(call_text: str | None) -> str | None:
-    """The API a judged call names (the call as it ran, in our syntax), if any."""
-    try:
-        call = parse_first_call(call_text or "")
-    except ParseError:
-        return None
-    return call.name if call is not None else None
-
-
-def _names_and_values(
-    call_text: str | None, gold: ApiRecord, bench: Benchmark, level: int, protocol: GradingProtocol
-) -> tuple[bool, bool]:
-    """Whether a predicted call (as it ran) has the gold's argument names, and the gold's values once converted."""
-    try:
-        call = parse_first_call(call_text or "")
-    except ParseError:
-        return False, False
-    if call is None:
-        return False, False
-    toolset = bench.toolset(level)
-    if gold.api_name not in toolset:
-        return False, False
-    tool = toolset.get(gold.api_name)
-    conversion = protocol.conversion
-    names_ok = {conversion.current_name(tool, k) for k in call.args} == {
-        conversion.current_name(tool, k) for k in gold.args
-    }
-    if not names_ok:
-        return False, False
-    try:
-        return True, conversion.convert(tool, call.args) == conversion.convert(tool, dict(gold.args))
-    except CallError:
-        return True, False
-
-
 def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: float = REPLY_THRESHOLD) -> pd.DataFrame:
     """How far each gold call gets, stage by stage, per level (the :data:`FUNNEL_STAGES`).
 
@@ -726,7 +607,6 @@ def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: f
     """
     pd = _pandas()
     bench = bench or load_benchmark(run.info.data)
-    protocol = get_protocol(run.protocol)
     judged = {j.key: j for j in run.judgments}
     search_of, reply_of = _search_keys(bench), _next_replies(bench)
     reached: dict[int, list[int]] = {level: [0] * len(FUNNEL_STAGES) for level in (1, 2, 3)}
@@ -737,13 +617,12 @@ def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: f
                 continue
             search = judged.get(search_of.get(s.key) or "")
             reply = judged.get(reply_of.get(s.key, ""))
-            names_ok, values_ok = _names_and_values(j.call, s.gold, bench, level, protocol)
             passed = [
                 True,
                 search is None or bool(search.correct),
-                _called_name(j.call) == s.gold.api_name,
-                names_ok,
-                values_ok or bool(j.correct),
+                bool(j.right_api),
+                bool(j.right_argument_names),
+                bool(j.right_values) or bool(j.correct),
                 j.result is not None and j.result.get("exception") is None,
                 bool(j.correct),
                 reply is None or (reply.rouge_l or 0.0) >= reply_threshold,

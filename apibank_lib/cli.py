@@ -21,9 +21,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apibank_lib.errors import ApibankError, BackendError, ConfigError
+
+if TYPE_CHECKING:
+    from apibank_lib.runs import Metrics
 
 __all__ = ["main", "build_parser"]
 
@@ -364,7 +367,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "answered": result.answered,
         "failed": result.failed,
         "elapsed_s": round(result.elapsed_s, 2),
-        "metrics": metrics,
+        "metrics": metrics.to_dict(),
     }
     if args.json:
         _print_json(out)
@@ -377,36 +380,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_metrics(metrics: dict[str, Any], folder: str | Path | None = None) -> None:
+def _print_metrics(metrics: Metrics, folder: str | Path | None = None) -> None:
     rows = []
-    for lv, m in metrics["levels"].items():
-        acc = (
-            ""
-            if m["api_accuracy"] is None
-            else f"{100 * m['api_accuracy']:.2f}% ({m['api_correct']}/{m['api_samples']})"
-        )
-        rouge = "" if m["rouge_l"] is None else f"{m['rouge_l']:.4f} (n={m['response_samples']})"
+    for lv, m in metrics.levels.items():
+        acc = "" if m.api_accuracy is None else f"{100 * m.api_accuracy:.2f}% ({m.api_correct}/{m.api_samples})"
+        rouge = "" if m.rouge_l is None else f"{m.rouge_l:.4f} (n={m.response_samples})"
         ep = (
-            f"{100 * m['episode_success_rate']:.1f}% ({m['episodes_succeeded']}/{m['episodes']})"
-            if "episodes" in m
+            f"{100 * (m.episode_success_rate or 0):.1f}% ({m.episodes_succeeded}/{m.episodes})"
+            if m.episodes is not None
             else ""
         )
-        rows.append([lv, acc, rouge, ep, m["backend_errors"]])
-    o = metrics["overall"]
+        rows.append([lv, acc, rouge, ep, m.backend_errors])
+    o = metrics.overall
     rows.append(
         [
             "all",
-            "" if o["api_accuracy"] is None else f"{100 * o['api_accuracy']:.2f}%",
-            "" if o["rouge_l"] is None else f"{o['rouge_l']:.4f}",
+            "" if o.api_accuracy is None else f"{100 * o.api_accuracy:.2f}%",
+            "" if o.rouge_l is None else f"{o.rouge_l:.4f}",
             "",
-            o["backend_errors"],
+            o.backend_errors,
         ]
     )
-    cov = metrics["coverage"]
-    partial = " [PARTIAL]" if metrics["partial"] else ""
-    version = metrics.get("protocol_version") or metrics["protocol"]
+    cov = metrics.coverage
+    partial = " [PARTIAL]" if metrics.partial else ""
     where = f"\n  {folder}" if folder is not None else ""
-    print(f"{metrics['model']} ({metrics.get('prompt_mode', '?')} prompts) under protocol {version}{partial}{where}")
+    print(f"{metrics.model} ({metrics.prompt_mode or '?'} prompts) under protocol {metrics.protocol_version}{partial}{where}")
     print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "episodes solved", "failed in the backend"]))
     print(
         f"coverage: {cov['answered']} answered, {cov['failed']} failed, {cov['missing']} missing of {cov['expected']} expected",
@@ -426,7 +424,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     results = [score_run(path, data=args.data, retriever=args.retriever, rescore=args.rescore) for path in args.runs]
     if args.json:
-        _print_json(results if len(results) > 1 else results[0])
+        _print_json([m.to_dict() for m in results] if len(results) > 1 else results[0].to_dict())
     else:
         for path, m in zip(args.runs, results):
             _print_metrics(m, folder=path)
@@ -609,11 +607,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from apibank_lib.analysis import figures_dir, results_dir
     from apibank_lib.reproduce import parse_param, reproduce
-    from apibank_lib.workbench import workbench_runs_dir
 
-    os.environ.setdefault("APIBANK_RUNS", str(workbench_runs_dir()))  # the notebooks' kernels inherit it
     done = reproduce(
         profile="full" if args.full else "quick",
         data=args.data,
@@ -626,16 +621,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     summary = {
         "executed": [str(p) for p in done.executed],
         "seconds": done.seconds,
-        "tables": str(results_dir()),
-        "figures": str(figures_dir()),
+        "tables": str(done.results),
+        "figures": str(done.figures),
     }
     if args.json:
         _print_json(summary)
         return 0
     print(f"{len(done.executed)} notebooks executed in {sum(done.seconds.values()):.0f} s; executed copies in {done.executed[0].parent}")
-    print(f"tables (CSV and Markdown): {results_dir()}")
-    print(f"figures (PNG):             {figures_dir()}")
-    main_table = results_dir() / "main_table_compact.md"
+    print(f"tables (CSV and Markdown): {done.results}")
+    print(f"figures (PNG):             {done.figures}")
+    main_table = done.results / "main_table_compact.md"
     if main_table.is_file():
         print("\nThe main table (measured here and reported by the paper):\n")
         print(main_table.read_text(encoding="utf-8"))
@@ -743,7 +738,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         default=None,
-        help="run folder (default: ./runs/<model>-<protocol>-<settings hash>, or under $APIBANK_RUNS)",
+        help="run folder (default: runs/<model>-<protocol>-<settings hash> in the project, or under $APIBANK_RUNS)",
     )
     p.add_argument("--protocol", choices=protocols, default=V2.name)
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (HTTP backends)")

@@ -205,6 +205,12 @@ class Benchmark:
         """A short label for tables: ``bundled`` or the release folder's name."""
         return self.root.name if self.official else "bundled"
 
+    @property
+    def source(self) -> str:
+        """The data source's name, for output folders: ``bundled`` for the bundled benchmark, else the data
+        folder's name (an official release, or other data in the same layout)."""
+        return "bundled" if self.root.resolve() == default_data_root().resolve() else self.root.name
+
     def dialogues(self, level: int) -> list[Dialogue]:
         """The dialogues of level 1 or 2."""
         if level not in (1, 2):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import html
 import json
-import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -36,11 +35,11 @@ from apibank_lib.calls import format_call
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.runs import JudgmentRecord, PredictionRecord, RunFolder
-from apibank_lib.scoring import score_run, scored_version, version_note
+from apibank_lib.scoring import ScoredRun, check_data, scored
 from apibank_lib.taxonomy import ErrorCategory
 from apibank_lib.types import ApiCallSample, ApiRecord, ResponseSample, Sample, Turn, Utterance
 
-__all__ = ["ALL", "CORRECT", "Explorer", "LoadedRun", "load_run"]
+__all__ = ["ALL", "CORRECT", "Explorer", "load_run"]
 
 ALL = "all"
 """The filter choice that keeps every dialogue."""
@@ -60,60 +59,32 @@ _GOOD, _BAD = "color:#1a7f37", "color:#c62828"
 # --- runs ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LoadedRun:
-    """A scored run folder, read once.
-
-    Attributes:
-        folder: the run folder.
-        label: how the run is named in the controls (model and protocol).
-        judgments: sample or episode key -> its judgment.
-        predictions: sample or episode key -> its prediction.
-    """
-
-    folder: RunFolder
-    label: str
-    judgments: dict[str, JudgmentRecord]
-    predictions: dict[str, PredictionRecord]
-
-
-def load_run(run_dir: str | Path | RunFolder, bench: Benchmark) -> LoadedRun:
-    """Read a run folder's predictions and judgments, scoring it first when it has not been scored yet.
-
-    A folder scored under another version of its protocol is shown as it was scored, with a warning naming both
-    versions (:func:`apibank_lib.scoring.version_note`); it is scored again only when asked (``apibank score --rescore``).
+def load_run(run_dir: str | Path | RunFolder | ScoredRun, bench: Benchmark) -> ScoredRun:
+    """A run folder's judgments and answers (:func:`apibank_lib.scoring.scored`: scored first when it has not been
+    scored yet; shown as it was scored, with a warning, when that was under another version of its protocol).
 
     Args:
-        run_dir: the run folder.
+        run_dir: the run folder (or a run already read, kept as it is).
         bench: the benchmark the run was made on.
 
     Raises:
         ConfigError: not a run folder, or a run made on other data than ``bench``.
     """
-    folder = run_dir if isinstance(run_dir, RunFolder) else RunFolder(run_dir)
-    info = folder.read_info()
-    if info.identity["data_fingerprint"] != bench.fingerprint:
-        raise ConfigError(f"{folder.path} was made on other data than {bench.root} (fingerprints differ)")
-    try:
-        judgments = folder.read_judgments()
-    except ConfigError:  # not scored yet: scoring needs no model, only the folder and the data
-        score_run(folder.path, bench=bench)
-        judgments = folder.read_judgments()
-    else:
-        if (note := version_note(folder)) is not None:  # shown as scored; never scored again by reading
-            warnings.warn(note, stacklevel=2)
-    return LoadedRun(
-        folder,
-        f"{info.model} · {scored_version(folder.read_metrics())}",
-        {j.key: j for j in judgments},
-        dict(folder.read_predictions().records),
-    )
+    if isinstance(run_dir, ScoredRun):
+        check_data(run_dir.folder, run_dir.info, bench)
+        return run_dir
+    return scored(run_dir, bench, stacklevel=3)
 
 
-def _unique_labels(runs: list[LoadedRun]) -> list[str]:
+def _label(run: ScoredRun) -> str:
+    """How the controls name a run: the model it was started with and the protocol version it was scored under."""
+    return f"{run.info.model} · {run.protocol_version}"
+
+
+def _unique_labels(runs: list[ScoredRun]) -> list[str]:
     """The runs' labels, with the folder name added where two runs would read the same."""
-    counts = Counter(r.label for r in runs)
-    return [r.label if counts[r.label] == 1 else f"{r.label} ({r.folder.path.name})" for r in runs]
+    counts = Counter(_label(r) for r in runs)
+    return [_label(r) if counts[_label(r)] == 1 else f"{_label(r)} ({r.folder.path.name})" for r in runs]
 
 
 # --- what a dialogue (or level-3 item) holds -----------------------------------------------------
@@ -238,9 +209,9 @@ def _raw_output(p: PredictionRecord | None) -> str:
     return "<br>".join(parts) or "<i>(empty)</i>"
 
 
-def _api_cells(key: str, run: LoadedRun) -> list[str]:
+def _api_cells(key: str, run: ScoredRun) -> list[str]:
     """A run's raw output beside the call read from it, its result, verdict and error category."""
-    j, p = run.judgments.get(key), run.predictions.get(key)
+    j, p = run.by_key.get(key), run.predictions.get(key)
     if j is None:
         return ["", _absent(p), "", "", ""]
     if j.call is not None:
@@ -259,37 +230,37 @@ def _api_cells(key: str, run: LoadedRun) -> list[str]:
     return [_raw_output(p), call, _result(j.result), _verdict(j.correct), reason]
 
 
-def _api_sample(sample: ApiCallSample, runs: Sequence[LoadedRun]) -> str:
+def _api_sample(sample: ApiCallSample, runs: Sequence[ScoredRun]) -> str:
     """The gold call and result beside each run's call, result, verdict and error category."""
     title = f"sample {sample.sample_id} · API call · {sample.gold.api_name}"
     title += " (duplicate)" if sample.duplicate else ""
     # The gold call as the runs' calls are shown (our call syntax), without the prompt's "API-Request:" lead.
     gold = ("gold", ["", _code(format_call(sample.gold.call)), _show(sample.gold.output), "", ""])
-    columns = [gold, *((html.escape(r.label), _api_cells(sample.key, r)) for r in runs)]
+    columns = [gold, *((html.escape(_label(r)), _api_cells(sample.key, r)) for r in runs)]
     return f"<h4>{html.escape(title)}</h4>" + _table(_API_ROWS, columns)
 
 
-def _reply_cells(key: str, run: LoadedRun) -> list[str]:
+def _reply_cells(key: str, run: ScoredRun) -> list[str]:
     """A run's reply and its ROUGE-L."""
-    j, p = run.judgments.get(key), run.predictions.get(key)
+    j, p = run.by_key.get(key), run.predictions.get(key)
     if j is None or p is None:
         return [_absent(p), ""]
     reply = html.escape(p.text()) if j.backend_error is None else f"backend error: {_show(j.backend_error)}"
     return [reply, "" if j.rouge_l is None else f"{j.rouge_l:.4f}"]
 
 
-def _response_sample(sample: ResponseSample, runs: Sequence[LoadedRun]) -> str:
+def _response_sample(sample: ResponseSample, runs: Sequence[ScoredRun]) -> str:
     """The reference reply beside each run's reply and its ROUGE-L."""
     columns = [
         ("gold", [html.escape(sample.gold), ""]),
-        *((html.escape(r.label), _reply_cells(sample.key, r)) for r in runs),
+        *((html.escape(_label(r)), _reply_cells(sample.key, r)) for r in runs),
     ]
     return f"<h4>sample {sample.sample_id} · reply</h4>" + _table(_REPLY_ROWS, columns)
 
 
-def _episode_cells(key: str, run: LoadedRun) -> list[str]:
+def _episode_cells(key: str, run: ScoredRun) -> list[str]:
     """A run's episode: solved or not, gold calls matched, end state, calls made, how it ended."""
-    j, p = run.judgments.get(key), run.predictions.get(key)
+    j, p = run.by_key.get(key), run.predictions.get(key)
     if j is None or p is None:
         return [_absent(p), "", "", "", ""]
     # Not a verdict alone: an episode that changed nothing ends "as gold" wherever the gold calls change nothing.
@@ -304,7 +275,7 @@ def _episode_cells(key: str, run: LoadedRun) -> list[str]:
     ]
 
 
-def _step_cells(key: str, run: LoadedRun, step: int) -> list[str]:
+def _step_cells(key: str, run: ScoredRun, step: int) -> list[str]:
     """What a run's episode did at step ``step`` (1-based): the model's output, the call executed, its result."""
     p = run.predictions.get(key)
     if p is None:
@@ -315,10 +286,10 @@ def _step_cells(key: str, run: LoadedRun, step: int) -> list[str]:
     return [_show(s.output), _code(s.call) if s.call else "", _result(s.result), _show(s.error) if s.error else ""]
 
 
-def _episode(key: str, runs: Sequence[LoadedRun], step: int) -> str:
+def _episode(key: str, runs: Sequence[ScoredRun], step: int) -> str:
     """What each run's agent episode did at step ``step``, then how each episode ended."""
-    at_step = [(html.escape(r.label), _step_cells(key, r, step)) for r in runs]
-    summary = [(html.escape(r.label), _episode_cells(key, r)) for r in runs]
+    at_step = [(html.escape(_label(r)), _step_cells(key, r, step)) for r in runs]
+    summary = [(html.escape(_label(r)), _episode_cells(key, r)) for r in runs]
     return (
         f"<h4>agent episode · step {step}</h4>"
         + _table(_STEP_ROWS, at_step)
@@ -327,7 +298,7 @@ def _episode(key: str, runs: Sequence[LoadedRun], step: int) -> str:
     )
 
 
-def _view(unit: _Unit, level: int, runs: Sequence[LoadedRun], step: int) -> str:
+def _view(unit: _Unit, level: int, runs: Sequence[ScoredRun], step: int) -> str:
     """The whole view of one dialogue: (level 3) the agent episodes, the transcript, the samples."""
     kind = "item" if level == 3 else "dialogue"
     parts = [f"<h3>Level {level} · {kind} {html.escape(unit.id)}</h3>"]
@@ -399,7 +370,7 @@ class Explorer:
 
     Attributes:
         bench: the benchmark.
-        runs: the runs, read (:class:`LoadedRun`).
+        runs: the runs, read (:class:`ScoredRun`).
         level_select: the level (1, 2, 3).
         run_select: the run shown (an index into ``runs``).
         compare_select: a second run shown beside the first (an index into ``runs``, or None).
@@ -466,7 +437,7 @@ class Explorer:
     # --- state ---------------------------------------------------------------------------------
 
     @property
-    def chosen(self) -> list[LoadedRun]:
+    def chosen(self) -> list[ScoredRun]:
         """The runs shown: the first, and the one to compare with unless it is none or the same."""
         picks = dict.fromkeys(i for i in (self.run_select.value, self.compare_select.value) if i is not None)
         return [self.runs[i] for i in picks]
@@ -475,7 +446,7 @@ class Explorer:
         return next((u for u in self._units[self.level_select.value] if u.id == self.dialogue_select.value), None)
 
     def _judgments(self, key: str) -> list[JudgmentRecord]:
-        return [r.judgments[key] for r in self.chosen if key in r.judgments]
+        return [r.by_key[key] for r in self.chosen if key in r.by_key]
 
     def _listed(self, unit: _Unit, covered: bool) -> bool:
         """Whether a dialogue has a sample or episode that the chosen runs judged and that matches both filters."""
@@ -492,7 +463,7 @@ class Explorer:
 
     def _category_options(self, level: int) -> list[tuple[str, str]]:
         order = {c.value: i for i, c in enumerate(ErrorCategory)}
-        present = {j.category for r in self.chosen for j in r.judgments.values() if j.level == level and j.category}
+        present = {j.category for r in self.chosen for j in r.by_key.values() if j.level == level and j.category}
         ranked = sorted(present, key=lambda c: (order.get(c, len(order)), c))
         return [(c, c) for c in (ALL, *ranked, CORRECT)]
 

@@ -191,6 +191,27 @@ class Grader:
 
     # --- API calls ------------------------------------------------------------------------------
 
+    def call_stages(self, sample: ApiCallSample, call: ApiCall | None) -> tuple[bool, bool, bool]:
+        """How far a judged call (as it ran) matches the gold call, before its result: the right API name, the
+        right argument names (renamed parameters mapped as the protocol maps them), and the right values once both
+        are converted. Scoring records them for the step funnel (:func:`apibank_lib.analysis.funnel`)."""
+        gold = sample.gold
+        if call is None or call.name != gold.api_name:
+            return False, False, False
+        toolset = self.bench.toolset(sample.level)
+        if gold.api_name not in toolset:
+            return True, False, False
+        tool = toolset.get(gold.api_name)
+        conversion = self.protocol.conversion
+        names = {conversion.current_name(tool, k) for k in call.args}
+        if names != {conversion.current_name(tool, k) for k in gold.args}:
+            return True, False, False
+        try:
+            return True, True, conversion.convert(tool, call.args) == conversion.convert(tool, dict(gold.args))
+        except CallError:
+            return True, True, False
+
+
     def judge_api(self, sample: ApiCallSample, text: str) -> Judgment:
         """Judge one API-call prediction (raw model text, read by the protocol's parser) against the sample's gold call."""
         text = text if isinstance(text, str) else ""

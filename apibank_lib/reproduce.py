@@ -10,15 +10,15 @@ the committed ones), and returns where the tables and figures are.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.analysis import figures_dir, results_dir
 from apibank_lib.errors import ConfigError
-from apibank_lib.paths import NOTEBOOKS_DIR
+from apibank_lib.paths import NOTEBOOKS_DIR, figures_dir, results_dir, results_root, runs_dir
 
 __all__ = [
     "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "parse_param", "reproduce",
@@ -64,8 +64,8 @@ class Reproduction:
 
     Attributes:
         executed: the executed notebooks.
-        results: the tables' folder.
-        figures: the figures' folder.
+        results: the tables' folder (the data source's: ``results/bundled/`` for the bundled data).
+        figures: the figures' folder (the same under ``figures/``).
         seconds: wall time per notebook.
     """
 
@@ -179,9 +179,11 @@ def reproduce(
     chosen = [p for p in notebooks(notebooks_dir) if not only or any(p.name.startswith(o) for o in only)]
     if not chosen:
         raise ConfigError(f"no numbered notebook matches {list(only)}")
-    out = Path(output_dir) if output_dir is not None else results_dir() / "notebooks"
+    out = Path(output_dir) if output_dir is not None else results_root() / "notebooks"
     out.mkdir(parents=True, exist_ok=True)
-    done = Reproduction()
+    source = "bundled" if data is None else _source_of(data)
+    done = Reproduction(results=results_dir(source), figures=figures_dir(source))
+    os.environ.setdefault("APIBANK_RUNS", str(runs_dir()))  # the kernels run in notebooks/: one runs folder for all
     for i, path in enumerate(chosen, start=1):
         if progress is not None:
             progress(f"[{i}/{len(chosen)}] {path.name} ...")
@@ -200,3 +202,11 @@ def reproduce(
         if progress is not None:
             progress(f"[{i}/{len(chosen)}] {path.name} done in {done.seconds[path.name]:.0f} s")
     return done
+
+
+def _source_of(data: str | Path) -> str:
+    """The data source's name of a data root (:attr:`apibank_lib.datasets.Benchmark.source`), without loading it."""
+    from apibank_lib.datasets import default_data_root
+
+    root = Path(data).resolve()
+    return "bundled" if root == default_data_root().resolve() else root.name

@@ -701,7 +701,9 @@ def accuracy_by_retriever(
 
     Args:
         bench: the benchmark the runs used.
-        runs: run folders (paths, :class:`~apibank_lib.runs.RunFolder` or scored runs with a ``folder``).
+        runs: run folders (paths or :class:`~apibank_lib.runs.RunFolder`, read with
+            :func:`~apibank_lib.scoring.scored`) or runs already read (:class:`~apibank_lib.scoring.ScoredRun`, e.g.
+            restricted to what some settings planned).
         retrievers: retriever names.
         levels: the levels reported.
 
@@ -713,19 +715,18 @@ def accuracy_by_retriever(
 
     from apibank_lib.grading import Grader
     from apibank_lib.protocols import get_protocol
-    from apibank_lib.runs import Predictions, RunFolder
-    from apibank_lib.scoring import judge_predictions
+    from apibank_lib.runs import Predictions
+    from apibank_lib.scoring import ScoredRun, accuracy, judge_predictions, scored
 
     rows = []
     for item in runs:
-        folder = getattr(item, "folder", item)
-        folder = folder if isinstance(folder, RunFolder) else RunFolder(folder)
-        info = folder.read_info()
-        if info.identity["data_fingerprint"] != bench.fingerprint:
-            raise DataError(f"run {folder.path} used other data (fingerprint {info.identity['data_fingerprint']})", bench.root)
-        read = folder.read_predictions()
-        kept = Predictions({k: r for k, r in read.records.items() if r.level in levels and r.kind == "api"})
-        model = getattr(item, "model", None) or info.model
+        run = item if isinstance(item, ScoredRun) else scored(item, bench, stacklevel=3)
+        info = run.info
+        # Only the samples the run's settings planned (a run read through a plan holds only those judgments).
+        kept = Predictions(
+            {k: r for k, r in run.predictions.items() if k in run.by_key and r.level in levels and r.kind == "api"}
+        )
+        model = info.model
         for name in retrievers:
             grader = Grader(bench, get_protocol(info.protocol), searcher=name)
             judgments = judge_predictions(bench, grader, kept, info.prompt_mode)  # chat answers read as tool calls
@@ -734,6 +735,7 @@ def accuracy_by_retriever(
                 if not part:
                     continue
                 hits = [float(bool(j.correct)) for j in part]
+                _, _, share = accuracy(part)
                 ci = bootstrap_mean(hits, [j.dialogue_id for j in part], n_boot=n_boot, seed=seed)
                 searches = [j for j in part if j.gold_api == ToolSearcher.name]
                 rows.append(
@@ -742,7 +744,7 @@ def accuracy_by_retriever(
                         "retriever": name,
                         "level": level,
                         "API-call samples": len(part),
-                        "accuracy": round(100 * ci.estimate, 2),
+                        "accuracy": round(100 * (share or 0.0), 2),
                         "accuracy low": round(100 * ci.low, 2),
                         "accuracy high": round(100 * ci.high, 2),
                         "search samples": len(searches),

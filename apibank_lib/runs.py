@@ -43,7 +43,8 @@ from apibank_lib.chat import TOOL_CHOICES
 from apibank_lib.datasets import Benchmark
 from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS
 from apibank_lib.errors import ConfigError, DataError
-from apibank_lib.protocols import V2, get_protocol
+from apibank_lib.paths import runs_dir
+from apibank_lib.protocols import LEGACY_VERSIONS, V2, get_protocol
 from apibank_lib.types import Episode, Sample
 
 __all__ = [
@@ -52,6 +53,8 @@ __all__ = [
     "EpisodeStep",
     "PredictionRecord",
     "JudgmentRecord",
+    "LevelMetrics",
+    "Metrics",
     "Predictions",
     "RunFolder",
     "plan",
@@ -85,9 +88,9 @@ def episodes_file(episode_identity: dict[str, Any]) -> str:
 
 
 def default_runs_dir() -> Path:
-    """Where run folders go by default: ``$APIBANK_RUNS``, else ``runs/`` in the working directory."""
-    env = os.environ.get("APIBANK_RUNS")
-    return Path(env) if env else Path.cwd() / "runs"
+    """Where run folders go by default (:func:`apibank_lib.paths.runs_dir`): ``$APIBANK_RUNS``, else ``runs/`` in
+    the project."""
+    return runs_dir()
 
 
 @dataclass
@@ -455,6 +458,8 @@ class JudgmentRecord(_ItemRecord):
         excluded: why the sample is left out of scoring (an erratum of the data, :mod:`apibank_lib.errata`);
             an excluded sample counts in no accuracy.
         erratum: the erratum applied to the sample's gold (excluded or corrected), by id.
+        right_api, right_argument_names, right_values: API-call samples: how far the call (as it ran) matches the
+            gold call before its result (:meth:`apibank_lib.grading.Grader.call_stages`); the step funnel reads them.
     """
 
     gold_api: str | None = None
@@ -480,11 +485,120 @@ class JudgmentRecord(_ItemRecord):
     protocol_version: str | None = None
     excluded: str | None = None
     erratum: str | None = None
+    right_api: bool | None = None
+    right_argument_names: bool | None = None
+    right_values: bool | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgmentRecord:
         """Read a JSON line (unknown keys are ignored)."""
         return cls(**cls._known(d))
+
+
+@dataclass
+class LevelMetrics:
+    """The aggregated figures of one level, or of the whole run (``metrics.json``'s ``levels`` and ``overall``).
+
+    Attributes:
+        api_samples, api_correct, api_accuracy: API-call samples scored (those an erratum excludes left out), how
+            many are correct, and their share (None without samples).
+        response_samples, rouge_l, rouge_l_by_metric: replies and their mean ROUGE-L (the protocol's metric, and
+            every metric by package name).
+        backend_errors, empty_answers: answers the backend failed to give; answers of zero tokens (None in
+            figures scored before they were counted).
+        excluded_by_errata, corrected_by_errata: samples an erratum of the data left out, or corrected.
+        episodes, episodes_succeeded, episode_success_rate: level-3 agent episodes (None where there are none).
+        note: how the overall figures are aggregated (``overall`` only).
+    """
+
+    api_samples: int = 0
+    api_correct: int = 0
+    api_accuracy: float | None = None
+    response_samples: int = 0
+    rouge_l: float | None = None
+    rouge_l_by_metric: dict[str, float | None] = field(default_factory=dict)
+    backend_errors: int = 0
+    empty_answers: int | None = None
+    excluded_by_errata: int = 0
+    corrected_by_errata: int = 0
+    episodes: int | None = None
+    episodes_succeeded: int | None = None
+    episode_success_rate: float | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LevelMetrics:
+        """Read the JSON form (unknown keys are ignored; keys a older file lacks take their defaults)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form; the episode and note entries only where they apply."""
+        out = asdict(self)
+        for key in ("episodes", "episodes_succeeded", "episode_success_rate", "note"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+
+@dataclass
+class Metrics:
+    """A scored run's figures: the content of ``metrics.json``, written by scoring and read by every table.
+
+    Attributes:
+        model: the model spec the run was started with.
+        prompt_mode: how the model was shown each sample.
+        protocol, protocol_version: the grading protocol's name and the version that scored the run (results from
+            before versions were recorded read as :data:`~apibank_lib.protocols.LEGACY_VERSIONS` says).
+        reply_metric: the ROUGE-L implementation replies are scored with.
+        retriever: what ToolSearcher searches were graded with.
+        errata: what the protocol's errata did (None when it applies none).
+        data_fingerprint: the data the run was scored on.
+        levels: level (``"1"``, ``"2"``, ``"3"``) -> its figures.
+        overall: micro averages over every scored sample.
+        coverage: how much of what the run's commands asked for is in the folder
+            (``expected``, ``answered``, ``failed``, ``missing``, ``lines_dropped``, ``dropped``, ``partial``).
+        partial: something asked for is missing (or a line could not be read).
+    """
+
+    model: str
+    prompt_mode: str
+    protocol: str
+    protocol_version: str
+    reply_metric: str | None
+    retriever: str | None
+    errata: dict[str, Any] | None
+    data_fingerprint: str
+    levels: dict[str, LevelMetrics]
+    overall: LevelMetrics
+    coverage: dict[str, Any]
+    partial: bool
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Metrics:
+        """Read ``metrics.json`` (older files lack some entries: they take what their results meant then)."""
+        protocol = str(d.get("protocol", ""))
+        return cls(
+            model=str(d.get("model", "")),
+            prompt_mode=str(d.get("prompt_mode", "")),
+            protocol=protocol,
+            protocol_version=str(d.get("protocol_version") or LEGACY_VERSIONS.get(protocol, protocol)),
+            reply_metric=d.get("reply_metric"),
+            retriever=d.get("retriever"),
+            errata=d.get("errata"),
+            data_fingerprint=str(d.get("data_fingerprint", "")),
+            levels={k: LevelMetrics.from_dict(v) for k, v in (d.get("levels") or {}).items()},
+            overall=LevelMetrics.from_dict(d.get("overall") or {}),
+            coverage=dict(d.get("coverage") or {}),
+            partial=bool(d.get("partial", False)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form written to ``metrics.json``."""
+        out = asdict(self)
+        out["levels"] = {k: v.to_dict() for k, v in self.levels.items()}
+        out["overall"] = self.overall.to_dict()
+        return out
 
 
 @dataclass
@@ -715,11 +829,11 @@ class RunFolder:
                     raise DataError(f"not a judgment record ({exc})", self.judgments_path, number) from exc
         return out
 
-    def write_metrics(self, metrics: dict[str, Any]) -> None:
+    def write_metrics(self, metrics: Metrics) -> None:
         """Write ``metrics.json``."""
-        _write_json(self.metrics_path, metrics)
+        _write_json(self.metrics_path, metrics.to_dict())
 
-    def read_metrics(self) -> dict[str, Any]:
+    def read_metrics(self) -> Metrics:
         """The metrics written by scoring.
 
         Raises:
@@ -729,7 +843,7 @@ class RunFolder:
             raise ConfigError(
                 f"{self.path} has not been scored yet: run `apibank score {self.path}` (or apibank_lib.score_run)"
             )
-        return json.loads(self.metrics_path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        return Metrics.from_dict(json.loads(self.metrics_path.read_text(encoding="utf-8")))
 
     # --- tables ------------------------------------------------------------------------------------
 

@@ -18,20 +18,45 @@ Nothing here queries a model. :func:`score_run` reads the folder
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as _dt
+import warnings
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.grading import Grader
-from apibank_lib.protocols import LEGACY_VERSIONS, get_protocol
-from apibank_lib.runs import JudgmentRecord, Predictions, RunFolder, RunInfo, planned
+from apibank_lib.protocols import get_protocol
+from apibank_lib.runs import (
+    JudgmentRecord,
+    LevelMetrics,
+    Metrics,
+    PredictionRecord,
+    Predictions,
+    RunFolder,
+    RunInfo,
+    planned,
+)
 from apibank_lib.taxonomy import PAPER_LABEL
 from apibank_lib.tools.searcher import ToolSearcher
 from apibank_lib.types import ApiCallSample, Episode, Sample
 
-__all__ = ["OtherVersion", "score_run", "judge_predictions", "aggregate", "coverage", "scored_version", "version_note"]
+__all__ = [
+    "OtherVersion",
+    "ScoredRun",
+    "scored",
+    "score_run",
+    "judge_predictions",
+    "aggregate",
+    "accuracy",
+    "coverage",
+    "check_data",
+    "scored_version",
+    "version_note",
+]
 
 TOTAL_NOTE = "overall = micro average over all scored samples (the paper does not state how its Total is aggregated)"
 
@@ -40,14 +65,13 @@ class OtherVersion(ConfigError):
     """A run folder holds scores of another version of its protocol; scoring it again is asked for explicitly."""
 
 
-def scored_version(metrics: dict[str, Any]) -> str:
-    """The protocol version a ``metrics.json`` was scored under (results from before versions were recorded carry
-    only the protocol's name: :data:`~apibank_lib.protocols.LEGACY_VERSIONS`)."""
-    name = str(metrics.get("protocol", ""))
-    return str(metrics.get("protocol_version") or LEGACY_VERSIONS.get(name, name))
+def scored_version(metrics: Metrics) -> str:
+    """The protocol version a run was scored under (kept for callers that held the JSON form: it is
+    :attr:`Metrics.protocol_version`)."""
+    return metrics.protocol_version
 
 
-def version_note(folder: RunFolder, metrics: dict[str, Any] | None = None) -> str | None:
+def version_note(folder: RunFolder, metrics: Metrics | None = None) -> str | None:
     """What to say when a run folder was scored under another version of its protocol than today's (None when it
     was not, or is not scored yet)."""
     if metrics is None:
@@ -55,13 +79,23 @@ def version_note(folder: RunFolder, metrics: dict[str, Any] | None = None) -> st
             return None
         metrics = folder.read_metrics()
     current = get_protocol(folder.read_info().protocol).version
-    old = scored_version(metrics)
+    old = metrics.protocol_version
     if old == current:
         return None
     return (
         f"{folder.path.name} was scored under {old}; the protocol is now {current}. Its figures are {old}'s: "
         f"score it again to get {current}'s (`apibank score {folder.path} --rescore`, or rescore=True)"
     )
+
+
+def check_data(folder: RunFolder, info: RunInfo, bench: Benchmark) -> None:
+    """Raise ConfigError when ``bench`` is not the data the run was made on (their fingerprints differ)."""
+    expected = info.identity["data_fingerprint"]
+    if bench.fingerprint != expected:
+        raise ConfigError(
+            f"the data at {bench.root} is not the data of {folder.path} (fingerprint {bench.fingerprint}, "
+            f"the run used {expected})"
+        )
 
 
 def judge_predictions(
@@ -122,6 +156,7 @@ def judge_predictions(
                     j.notes,
                 )
                 base.excluded, base.erratum = j.excluded, j.erratum
+                base.right_api, base.right_argument_names, base.right_values = grader.call_stages(item, j.call)
                 if j.category is not None:
                     base.category, base.paper_category = j.category.value, PAPER_LABEL[j.category].value
                 if base.gold_api == ToolSearcher.name or (j.call is not None and j.call.name == ToolSearcher.name):
@@ -167,62 +202,55 @@ def _ratio(num: float, den: int) -> float | None:
     return round(num / den, 4) if den else None
 
 
+def accuracy(judgments: Sequence[JudgmentRecord]) -> tuple[int, int, float | None]:
+    """Correct, counted and their share, over API-call (or episode) judgments: the one place an accuracy is
+    computed (samples an erratum excludes are not counted)."""
+    counted = [j for j in judgments if j.excluded is None]
+    correct = sum(1 for j in counted if j.correct)
+    return correct, len(counted), _ratio(correct, len(counted))
+
+
 def _rouge_by_metric(replies: Sequence[JudgmentRecord]) -> dict[str, float | None]:
     names = sorted({name for j in replies for name in (j.rouge_scores or {})})
     return {name: _ratio(sum((j.rouge_scores or {}).get(name, 0.0) for j in replies), len(replies)) for name in names}
 
 
-def aggregate(judgments: Sequence[JudgmentRecord]) -> dict[str, Any]:
-    """Per-level and overall metrics of a list of judgments.
+def _figures(mine: Sequence[JudgmentRecord]) -> LevelMetrics:
+    """The figures of one set of judgments (a level, or all)."""
+    api = [j for j in mine if j.kind == "api"]
+    correct, counted, share = accuracy(api)
+    replies = [j for j in mine if j.kind == "response"]
+    episodes = [j for j in mine if j.kind == "episode"]
+    figures = LevelMetrics(
+        api_samples=counted,
+        api_correct=correct,
+        api_accuracy=share,
+        response_samples=len(replies),
+        rouge_l=_ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
+        rouge_l_by_metric=_rouge_by_metric(replies),
+        backend_errors=sum(1 for j in mine if j.backend_error),
+        empty_answers=sum(1 for j in mine if j.empty),
+        excluded_by_errata=sum(1 for j in mine if j.excluded is not None),
+        corrected_by_errata=sum(1 for j in mine if j.erratum is not None and j.excluded is None),
+    )
+    if episodes:
+        figures.episodes_succeeded, figures.episodes, figures.episode_success_rate = accuracy(episodes)
+    return figures
+
+
+def aggregate(judgments: Sequence[JudgmentRecord]) -> tuple[dict[str, LevelMetrics], LevelMetrics]:
+    """Per-level and overall figures of a list of judgments.
 
     Returns:
-        ``{"levels": {"1": {...}, ...}, "overall": {...}}``; per level: API-call
-        samples, correct, accuracy, response samples, ROUGE-L (the protocol's
-        metric, and every metric by package name), backend errors, and for
-        level-3 episodes their count, successes and success rate.
+        ``(levels, overall)``: level (``"1"`` ...) -> its :class:`~apibank_lib.runs.LevelMetrics` (API-call
+        accuracy, ROUGE-L, backend errors, errata counts, and at level 3 the episodes' success rate), and the micro
+        averages over every scored sample (episode figures are per level only).
     """
-    levels: dict[str, dict[str, Any]] = {}
-    for level in (1, 2, 3):
-        mine = [j for j in judgments if j.level == level]
-        if not mine:
-            continue
-        api = [j for j in mine if j.kind == "api" and j.excluded is None]
-        replies = [j for j in mine if j.kind == "response"]
-        episodes = [j for j in mine if j.kind == "episode"]
-        entry: dict[str, Any] = {
-            "excluded_by_errata": sum(1 for j in mine if j.excluded is not None),
-            "corrected_by_errata": sum(1 for j in mine if j.erratum is not None and j.excluded is None),
-            "api_samples": len(api),
-            "api_correct": sum(1 for j in api if j.correct),
-            "api_accuracy": _ratio(sum(1 for j in api if j.correct), len(api)),
-            "response_samples": len(replies),
-            "rouge_l": _ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
-            "rouge_l_by_metric": _rouge_by_metric(replies),
-            "backend_errors": sum(1 for j in mine if j.backend_error),
-            "empty_answers": sum(1 for j in mine if j.empty),
-        }
-        if episodes:
-            ok = sum(1 for j in episodes if j.correct)
-            entry.update(
-                {"episodes": len(episodes), "episodes_succeeded": ok, "episode_success_rate": _ratio(ok, len(episodes))}
-            )
-        levels[str(level)] = entry
-    api_n = sum(v["api_samples"] for v in levels.values())
-    replies = [j for j in judgments if j.kind == "response"]
-    overall = {
-        "api_samples": api_n,
-        "api_correct": sum(v["api_correct"] for v in levels.values()),
-        "api_accuracy": _ratio(sum(v["api_correct"] for v in levels.values()), api_n),
-        "response_samples": len(replies),
-        "rouge_l": _ratio(sum(j.rouge_l or 0.0 for j in replies), len(replies)),
-        "rouge_l_by_metric": _rouge_by_metric(replies),
-        "backend_errors": sum(v["backend_errors"] for v in levels.values()),
-        "empty_answers": sum(v["empty_answers"] for v in levels.values()),
-        "excluded_by_errata": sum(v["excluded_by_errata"] for v in levels.values()),
-        "corrected_by_errata": sum(v["corrected_by_errata"] for v in levels.values()),
-        "note": TOTAL_NOTE,
-    }
-    return {"levels": levels, "overall": overall}
+    levels = {str(lv): _figures(mine) for lv in (1, 2, 3) if (mine := [j for j in judgments if j.level == lv])}
+    overall = _figures(judgments)
+    overall.episodes = overall.episodes_succeeded = overall.episode_success_rate = None  # per level only
+    overall.note = TOTAL_NOTE
+    return levels, overall
 
 
 def score_run(
@@ -233,7 +261,7 @@ def score_run(
     write: bool = True,
     retriever: str | None = None,
     rescore: bool = False,
-) -> dict[str, Any]:
+) -> Metrics:
     """Score a run folder under its own protocol; also writes ``metrics.json`` and ``judgments.jsonl``.
 
     Args:
@@ -247,7 +275,7 @@ def score_run(
             a figure never changes meaning without being asked: :class:`OtherVersion`).
 
     Returns:
-        ``{"model", "protocol", "data_fingerprint", "levels": {...}, "overall": {...}, "coverage": {...}, "partial"}``.
+        The run's :class:`~apibank_lib.runs.Metrics` (as written to ``metrics.json``).
 
     Raises:
         OtherVersion: the folder holds scores of another protocol version and ``rescore`` is False (with ``write``).
@@ -265,11 +293,7 @@ def score_run(
         if not Path(root).is_dir():
             raise ConfigError(f"the run's data is no longer at {root}; give its new place with --data")
         bench = load_benchmark(root)
-    expected_fp = info.identity["data_fingerprint"]
-    if bench.fingerprint != expected_fp:
-        raise ConfigError(
-            f"the data at {bench.root} is not the run's data (fingerprint {bench.fingerprint}, the run used {expected_fp})"
-        )
+    check_data(folder, info, bench)
     ran_with = (info.episode_set() or {}).get("retriever") if info.episodes else info.identity.get("retriever")
     if retriever is not None and ran_with is not None and retriever != ran_with:
         raise ConfigError(
@@ -281,20 +305,170 @@ def score_run(
     grader = Grader(bench, protocol, searcher=grading_retriever)
     judgments = judge_predictions(bench, grader, predictions, info.prompt_mode)
     cov = coverage(bench, info, predictions)
-    metrics = {
-        "model": info.model,
-        "prompt_mode": info.prompt_mode,
-        "protocol": protocol.name,
-        "protocol_version": protocol.version,
-        "reply_metric": protocol.reply_metric.name,
-        "retriever": grading_retriever,
-        "errata": grader.errata_summary(),
-        "data_fingerprint": bench.fingerprint,
-        **aggregate(judgments),
-        "coverage": cov,
-        "partial": cov["partial"],
-    }
+    levels, overall = aggregate(judgments)
+    metrics = Metrics(
+        model=info.model,
+        prompt_mode=info.prompt_mode,
+        protocol=protocol.name,
+        protocol_version=protocol.version,
+        reply_metric=protocol.reply_metric.name,
+        retriever=grading_retriever,
+        errata=grader.errata_summary(),
+        data_fingerprint=bench.fingerprint,
+        levels=levels,
+        overall=overall,
+        coverage=cov,
+        partial=cov["partial"],
+    )
     if write:
         folder.write_metrics(metrics)
         folder.write_judgments(judgments)
     return metrics
+
+
+# --- a scored run, read ---------------------------------------------------------------------------
+
+
+@dataclass
+class ScoredRun:
+    """A scored run folder, read once: what the tables, the explorer and the retrieval benchmark read.
+
+    Made by :func:`scored` (the one way from a run folder to its judgments).
+
+    Attributes:
+        folder: the run folder.
+        info: its ``config.json``.
+        metrics: its figures (``metrics.json``, or those of :attr:`judgments` when restricted to a plan).
+        judgments: its judgments, in dataset order, less those an erratum of the data excludes.
+        excluded: the judgments an erratum excludes (kept to be read, counted in no accuracy).
+    """
+
+    folder: RunFolder
+    info: RunInfo
+    metrics: Metrics
+    judgments: list[JudgmentRecord]
+    excluded: list[JudgmentRecord] = field(default_factory=list)
+
+    def restricted(self, keys: Collection[str]) -> ScoredRun:
+        """The run with only the judgments of ``keys`` (the samples some settings planned), its figures
+        aggregated again over them (coverage says what of ``keys`` the folder lacks)."""
+        wanted = set(keys)
+        judgments = [j for j in self.judgments if j.key in wanted]
+        excluded = [j for j in self.excluded if j.key in wanted]
+        levels, overall = aggregate(judgments + excluded)
+        present = {j.key for j in judgments + excluded}
+        cov = {**self.metrics.coverage, "expected": len(wanted), "missing": len(wanted - present)}
+        cov["partial"] = cov["missing"] > 0 or bool(cov.get("dropped"))
+        metrics = Metrics(
+            **{**vars(self.metrics), "levels": levels, "overall": overall, "coverage": cov, "partial": cov["partial"]}
+        )
+        return ScoredRun(self.folder, self.info, metrics, judgments, excluded)
+
+    @cached_property
+    def predictions(self) -> dict[str, PredictionRecord]:
+        """The answers, by sample or episode key (read from the folder once, when first asked for)."""
+        return dict(self.folder.read_predictions().records)
+
+    @cached_property
+    def by_key(self) -> dict[str, JudgmentRecord]:
+        """Every judgment (excluded ones too) by sample or episode key."""
+        return {j.key: j for j in self.judgments + self.excluded}
+
+    @property
+    def errata(self) -> str:
+        """What the errata did to this run, for tables: ``api-bank@1: 5 excluded, 5 corrected`` (empty when the
+        protocol applied none)."""
+        applied = self.metrics.errata
+        if not applied:
+            return ""
+        overall = self.metrics.overall
+        return f"{applied['errata']}: {overall.excluded_by_errata} excluded, {overall.corrected_by_errata} corrected"
+
+    @property
+    def model(self) -> str:
+        """The model as its backend names it (``oracle``, ``llamacpp:gemma-3-270m``, ``openai:<model>``), no URL."""
+        ident = self.info.identity["model"]
+        name = f"{ident['backend']}:{ident['model']}" if ident.get("model") else str(ident["backend"])
+        return f"{name}+{ident['adapter']}" if ident.get("adapter") else name
+
+    @property
+    def prompt_mode(self) -> str:
+        """``chat``, ``paper``, ``completion`` or ``reference``."""
+        return self.info.prompt_mode
+
+    @property
+    def protocol(self) -> str:
+        """The grading protocol's name."""
+        return self.info.protocol
+
+    @property
+    def protocol_version(self) -> str:
+        """The version of the protocol the run was scored under (``v2.1``), which tables show."""
+        return self.metrics.protocol_version
+
+    @property
+    def data(self) -> str:
+        """``bundled``, or the official release's folder name."""
+        return Path(self.info.data).name if self.info.official_release else "bundled"
+
+    @property
+    def date(self) -> str:
+        """When the run was last scored (the day of its ``metrics.json``)."""
+        return _dt.date.fromtimestamp(self.folder.metrics_path.stat().st_mtime).isoformat()
+
+    @property
+    def label(self) -> str:
+        """``model (prompt mode, protocol version, data)``, unique enough for a table row."""
+        return f"{self.model} ({self.prompt_mode}, {self.protocol_version}, {self.data})"
+
+    def labels(self) -> dict[str, str]:
+        """The label columns every table of runs starts with (the protocol as the version it was scored under)."""
+        return {"model": self.model, "prompt mode": self.prompt_mode, "protocol": self.protocol_version, "data": self.data}
+
+
+def scored(
+    run: str | Path | RunFolder, bench: Benchmark | None = None, *, rescore: bool = False, stacklevel: int = 2
+) -> ScoredRun:
+    """A run folder's judgments and figures: the one way from a run folder to its scores.
+
+    The data check and the protocol-version check happen here, once. A folder never scored (or scored before
+    grading recorded what the step funnel reads) is scored now; one scored under another version of its protocol
+    is read as it was scored, with a warning naming both versions, unless ``rescore`` asks for today's.
+
+    Args:
+        run: the run folder.
+        bench: the benchmark the run was made on (loaded from the run's config otherwise).
+        rescore: score it again under today's protocol, replacing its files.
+
+    Raises:
+        ConfigError: not a run folder, or ``bench`` is other data than the run's.
+    """
+    folder = run if isinstance(run, RunFolder) else RunFolder(run)
+    info = folder.read_info()
+    if bench is not None:
+        check_data(folder, info, bench)
+    unscored = not folder.metrics_path.is_file() or not folder.judgments_path.is_file()
+    note = None if unscored else version_note(folder)
+    if not rescore and not unscored and note is None and _lacks_call_stages(folder):
+        rescore = True  # the same version judges the same: only the funnel's fields are added
+    if rescore or unscored:
+        score_run(folder.path, bench=bench, rescore=True)
+    elif note is not None:
+        warnings.warn(note, stacklevel=stacklevel)
+    judgments = folder.read_judgments()
+    return ScoredRun(
+        folder,
+        info,
+        folder.read_metrics(),
+        [j for j in judgments if j.excluded is None],
+        [j for j in judgments if j.excluded is not None],
+    )
+
+
+def _lacks_call_stages(folder: RunFolder) -> bool:
+    """Judgments written before scoring recorded how far each call matches the gold (the funnel's fields)."""
+    with folder.judgments_path.open(encoding="utf-8") as f:
+        for line in f:
+            if '"kind": "api"' in line:
+                return '"right_api"' not in line
+    return False

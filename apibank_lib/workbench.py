@@ -6,9 +6,9 @@ in :mod:`apibank_lib.analysis`, and returns a DataFrame (or a list of runs).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +16,12 @@ from apibank_lib.calls import format_call
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ApibankError, ConfigError
 from apibank_lib.grading import Grader
-from apibank_lib.paths import PROJECT_ROOT
+from apibank_lib.paths import runs_dir
 from apibank_lib.protocols import PROTOCOLS, V2
 from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.runs import RunConfig, RunFolder, plan
 from apibank_lib.sandbox import json_copy
-from apibank_lib.scoring import score_run
+from apibank_lib.scoring import ScoredRun, scored
 from apibank_lib.search import default_searcher
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import tool_classes
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "workbench_runs_dir",
+    "RunSettings",
     "run_models",
     "tools_table",
     "pick_dialogue",
@@ -44,126 +44,119 @@ __all__ = [
 
 
 
-def workbench_runs_dir(path: str | Path | None = None) -> Path:
-    """Where the notebooks keep runs: ``path``, else ``$APIBANK_RUNS``, else ``runs/`` in the project."""
-    if path is not None:
-        return Path(path)
-    return Path(os.environ.get("APIBANK_RUNS") or PROJECT_ROOT / "runs")
+@dataclass
+class RunSettings:
+    """How the notebooks run models: one object for :func:`run_models` and :func:`saved_runs`, so that a notebook
+    that only reads (03, 04) locates the runs another (02) made with the same parameters.
+
+    Attributes:
+        protocol: the grading protocol's name.
+        levels: which levels.
+        limit: at most this many samples (and level-3 episodes) per level; None for all.
+        model_limits: a smaller limit for some models (e.g. a slow embedded model), by model spec.
+        level3: ``steps``, ``loop`` or ``both``.
+        max_steps: agent-loop step limit (part of the episodes' identity only).
+        options: backend options per model spec.
+        runs_dir: where the runs go (default :func:`apibank_lib.paths.runs_dir`).
+        tasks: ``api`` and/or ``response`` samples; ``limit`` counts the samples of these tasks.
+    """
+
+    protocol: str = V2.name
+    levels: Sequence[int] = (1, 2, 3)
+    limit: int | None = None
+    model_limits: Mapping[str, int] = field(default_factory=dict)
+    level3: str = "both"
+    max_steps: int = 12
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    runs_dir: str | Path | None = None
+    tasks: Sequence[str] = ("api", "response")
+
+    def config(self, model: str, bench: Benchmark) -> RunConfig:
+        """One model's run settings."""
+        return RunConfig(
+            model,
+            levels=tuple(self.levels),
+            protocol=self.protocol,
+            data=str(bench.root),
+            limit=(self.model_limits or {}).get(model, self.limit),
+            level3=self.level3,
+            max_steps=self.max_steps,
+            tasks=tuple(self.tasks),
+            backend_options=dict((self.options or {}).get(model, {})),
+            runs_dir=str(runs_dir(self.runs_dir)),
+        )
+
+
+def _settings_list(settings: RunSettings | Sequence[RunSettings] | None) -> list[RunSettings]:
+    if settings is None:
+        return [RunSettings()]
+    return [settings] if isinstance(settings, RunSettings) else list(settings)
 
 
 def run_models(
     models: Sequence[str],
     bench: Benchmark,
+    settings: RunSettings | Sequence[RunSettings] | None = None,
     *,
-    protocol: str = V2.name,
-    levels: Sequence[int] = (1, 2, 3),
-    limit: int | None = None,
-    model_limits: Mapping[str, int] | None = None,
-    level3: str = "both",
-    max_steps: int = 12,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    runs_dir: str | Path | None = None,
     progress: bool = True,
-    tasks: Sequence[str] = ("api", "response"),
-) -> tuple[list[RunFolder], pd.DataFrame]:
+) -> tuple[list[ScoredRun], pd.DataFrame]:
     """Run (or resume) each model over the benchmark and score it; runs already complete cost nothing.
 
     A run that exists resumes: nothing is answered again, and it is scored again only when
-    something new was answered (or it was never scored).
+    something new was answered (or it was never scored). A run folder holds every answer of its model, data,
+    protocol, prompt mode and decoding (:meth:`apibank_lib.runs.RunConfig.identity`), whoever asked for them:
+    each returned run holds only the samples these settings plan, so that a table does not depend on what else
+    was run before.
 
     Args:
         models: model specs (``oracle``, ``llamacpp:gemma-3-270m``, ``openai:<model>@<url>``, ``hf:<path>`` ...).
         bench: the benchmark.
-        protocol: the grading protocol's name.
-        levels: which levels.
-        limit: at most this many samples (and level-3 episodes) per level; None for all.
-        model_limits: a smaller limit for some models (e.g. a slow embedded model).
-        level3: ``steps``, ``loop`` or ``both``.
-        max_steps: agent-loop step limit.
-        options: backend options per model spec.
-        runs_dir: where the runs go (see :func:`workbench_runs_dir`).
+        settings: how to run them (default :class:`RunSettings`); several settings (e.g. API-call samples and
+            replies with limits of their own) are run in turn, and each returned run holds what any of them plans.
         progress: show progress bars.
-        tasks: ``api`` and/or ``response`` samples; ``limit`` counts the samples of these tasks. Calling again
-            with the other task adds its samples to the same run folders (tasks are not part of a run's identity).
 
     Returns:
-        The run folders, and a DataFrame with one row per model: its folder's name, samples answered
-        now, failed, already done, seconds.
+        The scored runs, one per model, and a DataFrame with one row per model and settings: its folder's name,
+        samples answered now, failed, already done, seconds.
     """
     import pandas as pd
 
-    folders, rows = [], []
+    every = _settings_list(settings)
+    runs, rows = [], []
     for model in models:
-        cap = (model_limits or {}).get(model, limit)
-        config = _config(model, bench, protocol, levels, cap, level3, max_steps, options, runs_dir, tasks)
-        start = time.perf_counter()
-        result = run(config, bench=bench, progress=progress)
-        folder = RunFolder(result.path)
-        if result.answered or result.failed or not folder.judgments_path.is_file():
-            # New answers: the whole run is scored under today's protocol. A run resumed with nothing new keeps its
-            # judgments (loading it says so when they are of another protocol version).
-            score_run(folder.path, bench=bench, rescore=True)
-        folders.append(folder)
-        rows.append(
-            {
-                "model": model,
-                "limit per level": cap,
-                "run folder": result.path.name,
-                "answered now": result.answered,
-                "failed": result.failed,
-                "already done": result.skipped,
-                "seconds": round(time.perf_counter() - start, 1),
-            }
-        )
-    return folders, pd.DataFrame(rows)
-
-
-def _config(
-    model: str,
-    bench: Benchmark,
-    protocol: str,
-    levels: Sequence[int],
-    limit: int | None,
-    level3: str,
-    max_steps: int,
-    options: Mapping[str, Mapping[str, Any]] | None,
-    runs_dir: str | Path | None,
-    tasks: Sequence[str],
-) -> RunConfig:
-    """One model's run settings, the same for :func:`run_models` and :func:`saved_runs`."""
-    return RunConfig(
-        model,
-        levels=tuple(levels),
-        protocol=protocol,
-        data=str(bench.root),
-        limit=limit,
-        level3=level3,
-        max_steps=max_steps,
-        tasks=tuple(tasks),
-        backend_options=dict((options or {}).get(model, {})),
-        runs_dir=str(workbench_runs_dir(runs_dir)),
-    )
+        keys: list[str] = []
+        answered = False
+        for one in every:
+            config = one.config(model, bench)
+            start = time.perf_counter()
+            result = run(config, bench=bench, progress=progress)
+            answered = answered or bool(result.answered or result.failed)
+            keys += [x.key for x in plan(bench, config)]
+            rows.append(
+                {
+                    "model": model,
+                    "limit per level": config.limit,
+                    "run folder": result.path.name,
+                    "answered now": result.answered,
+                    "failed": result.failed,
+                    "already done": result.skipped,
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+            )
+        # New answers: the whole run is scored under today's protocol. A run resumed with nothing new keeps its
+        # judgments (reading it says so when they are of another protocol version).
+        runs.append(scored(RunFolder(result.path), bench, rescore=answered, stacklevel=3).restricted(keys))
+    return runs, pd.DataFrame(rows)
 
 
 def saved_runs(
-    models: Sequence[str],
-    bench: Benchmark,
-    *,
-    protocol: str = V2.name,
-    levels: Sequence[int] = (1, 2, 3),
-    limit: int | None = None,
-    model_limits: Mapping[str, int] | None = None,
-    level3: str = "both",
-    max_steps: int = 12,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    runs_dir: str | Path | None = None,
-    tasks: Sequence[str] = ("api", "response"),
-) -> list[RunFolder]:
-    """The run folders :func:`run_models` made with these settings, read without answering anything.
+    models: Sequence[str], bench: Benchmark, settings: RunSettings | Sequence[RunSettings] | None = None
+) -> list[ScoredRun]:
+    """The runs :func:`run_models` made with these settings, read without answering anything.
 
-    Notebooks that only read results (03 and 04) call this with notebook 02's parameters, so that models are run
-    in one place. A folder never scored is scored; one scored under another protocol version is left as it is
-    (loading it says so).
+    Notebooks that only read results (03 and 04) call this with notebook 02's settings, so that models are run
+    in one place. A folder never scored is scored; one scored under another protocol version is read as it was
+    (reading it says so). Each run holds only the samples the settings plan.
 
     Raises:
         ConfigError: a model has no run folder for these settings, or its folder lacks some of the planned samples;
@@ -171,27 +164,38 @@ def saved_runs(
     """
     from apibank_lib.backends import load_backend
     from apibank_lib.runner import locate_run
-    from apibank_lib.runs import plan
 
-    folders = []
+    runs = []
     for model in models:
-        config = _config(
-            model, bench, protocol, levels, (model_limits or {}).get(model, limit), level3, max_steps, options, runs_dir, tasks
-        )
-        folder, _ = locate_run(config, bench, load_backend(config.model, **config.backend_options))  # name = identity
-        hint = "run notebook 02 (or workbench.run_models) with the same parameters first"
-        if not folder.exists():
-            raise ConfigError(f"{model}: no run with these settings in {folder.path.parent} ({folder.path.name}); {hint}")
-        done = folder.read_predictions().records
-        missing = [x.key for x in plan(bench, config) if x.key not in done]
-        if missing:
-            raise ConfigError(
-                f"{model}: {folder.path} lacks {len(missing)} of the planned samples (first: {missing[0]}); {hint}"
-            )
-        if not folder.judgments_path.is_file():
-            score_run(folder.path, bench=bench)
-        folders.append(folder)
-    return folders
+        keys: list[str] = []
+        for one in _settings_list(settings):
+            config = one.config(model, bench)
+            folder, _ = locate_run(config, bench, load_backend(config.model, **config.backend_options))
+            hint = "run notebook 02 (or workbench.run_models) with the same parameters first"
+            if not folder.exists():
+                raise ConfigError(
+                    f"{model}: no run with these settings in {folder.path.parent} ({folder.path.name}); {hint}"
+                )
+            episodes = folder.read_info().episode_set()
+            if config.plans_episodes() and (
+                episodes is None or {k: episodes[k] for k in ("max_steps", "retriever")} != config.episode_identity()
+            ):
+                ran = "no episodes" if episodes is None else f"episodes of {episodes['max_steps']} steps with {episodes['retriever']!r}"
+                wanted = config.episode_identity()
+                raise ConfigError(
+                    f"{model}: {folder.path} holds {ran}, not episodes of {wanted['max_steps']} steps with "
+                    f"{wanted['retriever']!r}; {hint}"
+                )
+            planned_keys = [x.key for x in plan(bench, config)]
+            done = folder.read_predictions().records
+            missing = [k for k in planned_keys if k not in done]
+            if missing:
+                raise ConfigError(
+                    f"{model}: {folder.path} lacks {len(missing)} of the planned samples (first: {missing[0]}); {hint}"
+                )
+            keys += planned_keys
+        runs.append(scored(folder, bench, stacklevel=3).restricted(keys))
+    return runs
 
 
 def tools_table() -> pd.DataFrame:

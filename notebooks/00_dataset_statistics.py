@@ -30,6 +30,7 @@ DATA = None  # the bundled benchmark; or the root of an official API-Bank releas
 # %%
 # NBVAL_CHECK_OUTPUT
 bench = load_benchmark(DATA)
+analysis.use_data(bench)  # tables in results/<data source>/, figures in figures/<data source>/
 print(bench.name, bench.fingerprint)
 
 # %% [markdown]

@@ -50,13 +50,14 @@ RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
 
 # %%
 bench = load_benchmark(DATA)
+analysis.use_data(bench)  # tables in results/<data source>/, figures in figures/<data source>/
 
 # %%
-runs, summary = workbench.run_models(
-    MODELS, bench, protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS,
-    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR, progress=False,
+settings = workbench.RunSettings(
+    protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS, level3=LEVEL3, max_steps=MAX_STEPS,
+    options=OPTIONS, runs_dir=RUNS_DIR,
 )
-runs = analysis.load_runs(runs, bench=bench)
+runs, summary = workbench.run_models(MODELS, bench, settings, progress=False)
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -52,14 +52,15 @@ BREAKDOWN_MODEL = "heuristic"
 
 # %%
 bench = load_benchmark(DATA)
+analysis.use_data(bench)  # tables in results/<data source>/, figures in figures/<data source>/
 
 # %%
 # the runs notebook 02 made with the same parameters (nothing is answered here)
-runs = workbench.saved_runs(
-    MODELS, bench, protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS,
-    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR,
+settings = workbench.RunSettings(
+    protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS, level3=LEVEL3, max_steps=MAX_STEPS,
+    options=OPTIONS, runs_dir=RUNS_DIR,
 )
-runs = analysis.load_runs(runs, bench=bench)
+runs = workbench.saved_runs(MODELS, bench, settings)
 
 # %% [markdown]
 # ## The main table

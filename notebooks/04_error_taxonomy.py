@@ -49,18 +49,19 @@ RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
 FUNNEL_MODEL = "heuristic"
 EXAMPLES_MODEL = "heuristic"
 GAIN = {"Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b", "small Lynx v2": "llamacpp:lynx-0.5b"}  # base, fine-tuned
-CALL_LIMIT = 10  # level-1 API-call samples for base against fine-tuned; None for all
+CALL_LIMIT = 1  # level-1 API-call samples for base against fine-tuned (within what 02 ran); None for all
 
 # %%
 bench = load_benchmark(DATA)
+analysis.use_data(bench)  # tables in results/<data source>/, figures in figures/<data source>/
 
 # %%
 # the runs notebook 02 made with the same parameters (nothing is answered here)
-runs = workbench.saved_runs(
-    MODELS, bench, protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS,
-    level3=LEVEL3, max_steps=MAX_STEPS, options=OPTIONS, runs_dir=RUNS_DIR,
+settings = workbench.RunSettings(
+    protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, model_limits=MODEL_LIMITS, level3=LEVEL3, max_steps=MAX_STEPS,
+    options=OPTIONS, runs_dir=RUNS_DIR,
 )
-runs = analysis.load_runs(runs, bench=bench)
+runs = workbench.saved_runs(MODELS, bench, settings)
 
 # %% [markdown]
 # ## Error distribution, the paper's layout
@@ -112,18 +113,15 @@ examples
 # ## Where the gain comes from: base against fine-tuned
 #
 # The instruct 0.5B zero-shot and the small Lynx v2 (its LoRA on our corpus) on the same level-1 API-call samples
-# (`CALL_LIMIT`; `apibank reproduce --only 04 05 --param CALL_LIMIT=None` answers all of them, in the run folders
-# notebook 05 uses): their errors,
+# (the first `CALL_LIMIT` of them, read from the runs notebook 02 made; with the `full` profile, all of them): their
+# errors,
 # how far their calls get, and their accuracy by how much of each gold API our training corpus has seen. No benchmark
 # API name occurs in the corpus, by construction, so the groups differ in how many of the API's parameter names the
 # corpus's APIs share.
 
 # %%
-gain_folders, _ = workbench.run_models(
-    list(GAIN.values()), bench, protocol=PROTOCOL, levels=[1], limit=CALL_LIMIT, tasks=("api",), runs_dir=RUNS_DIR,
-    progress=False,
-)
-gain = analysis.on_common_samples(analysis.load_runs(gain_folders, bench=bench), level=1, kind="api")
+gain_settings = workbench.RunSettings(protocol=PROTOCOL, levels=[1], limit=CALL_LIMIT, tasks=("api",), runs_dir=RUNS_DIR)
+gain = analysis.on_common_samples(workbench.saved_runs(list(GAIN.values()), bench, gain_settings), level=1, kind="api")
 gain_errors = analysis.error_distribution(gain, reported_columns=False)
 analysis.save_table(gain_errors, "error_distribution_gain")
 gain_errors

@@ -39,6 +39,7 @@ from apibank_lib import analysis, plots, workbench
 from apibank_lib import toolalpaca_eval
 from apibank_lib.backends.registry import load_backend
 from apibank_lib.formats.toolalpaca import convert_evaluation, read_toolalpaca
+from apibank_lib.paths import runs_dir
 from apibank_lib.training.shipped import models_dir
 from apibank_lib.training.workflow import retrain
 
@@ -73,14 +74,14 @@ if RETRAIN:
 
 # %%
 bench = load_benchmark(DATA)
+analysis.use_data(bench)  # tables in results/<data source>/, figures in figures/<data source>/
 
 # %%
-for tasks, limit in ((("api",), CALL_LIMIT), (("response",), REPLY_LIMIT)):
-    folders, summary = workbench.run_models(
-        list(COMPARED.values()), bench, protocol=PROTOCOL, levels=[1], limit=limit, tasks=tasks, runs_dir=RUNS_DIR,
-        progress=False,
-    )
-runs = analysis.load_runs(folders, bench=bench)
+settings = [  # API-call samples and replies, each with a limit of its own
+    workbench.RunSettings(protocol=PROTOCOL, levels=[1], limit=limit, tasks=tasks, runs_dir=RUNS_DIR)
+    for tasks, limit in ((("api",), CALL_LIMIT), (("response",), REPLY_LIMIT))
+]
+runs, summary = workbench.run_models(list(COMPARED.values()), bench, settings, progress=False)
 names = {run.model: name for run, name in zip(runs, COMPARED)}
 by_name = {name: run.model for run, name in zip(runs, COMPARED)}
 
@@ -119,7 +120,7 @@ for source in map(Path, TOOLALPACA_EVAL):
     converted = convert_evaluation(read_toolalpaca(source))
     judged = {}
     for name, spec in COMPARED.items():
-        out = workbench.workbench_runs_dir(RUNS_DIR) / "toolalpaca-eval" / f"{source.stem}-{spec.replace(':', '_')}.jsonl"
+        out = runs_dir(RUNS_DIR) / "toolalpaca-eval" / f"{source.stem}-{spec.replace(':', '_')}.jsonl"
         judged[name] = toolalpaca_eval.evaluate_converted(converted, load_backend(spec), out=out, limit=TOOLALPACA_LIMIT, progress=False)
     ta_tables.append(toolalpaca_eval.accuracy_table(judged, n_boot=N_BOOT, seed=SEED).assign(source=source.name))
     ta_pairs.append(toolalpaca_eval.paired_table(judged, PAIRS, n_boot=N_BOOT, seed=SEED).assign(source=source.name))

@@ -44,6 +44,7 @@ RUNS_DIR = None
 # %%
 # NBVAL_CHECK_OUTPUT
 bench = load_benchmark(DATA)
+analysis.use_data(bench)  # tables in results/<data source>/, figures in figures/<data source>/
 queries = retrieval.retrieval_queries(bench)
 frame = pd.DataFrame([q.__dict__ for q in queries])
 frame.groupby(["level", "split", "kind"]).size().unstack(fill_value=0)
@@ -156,10 +157,10 @@ for _, row in gold[gold.retriever == PAPER.retriever].iterrows():
 # Each model runs once on the teacher-forced samples of levels 2 and 3 (the context is the gold dialogue, so its answers do not depend on the retriever); its predictions are then graded with every retriever. The oracle's predictions are the gold calls: its row is the gold-keyword replay. (Agent episodes show search results to the model, so they need one run per retriever: `RunConfig(level3="loop", retriever=...)`.)
 
 # %%
-folders, summary = workbench.run_models(
-    MODELS, bench, protocol=V2.name, levels=[2, 3], limit=LIMIT, model_limits=MODEL_LIMITS, level3="steps",
-    runs_dir=RUNS_DIR, progress=False,
+settings = workbench.RunSettings(
+    protocol=V2.name, levels=[2, 3], limit=LIMIT, model_limits=MODEL_LIMITS, level3="steps", runs_dir=RUNS_DIR
 )
+folders, summary = workbench.run_models(MODELS, bench, settings, progress=False)
 accuracy = retrieval.accuracy_by_retriever(bench, folders, RETRIEVERS, n_boot=N_BOOT, seed=SEED)
 analysis.save_table(accuracy, "accuracy_by_retriever")
 accuracy

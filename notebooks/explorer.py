@@ -33,7 +33,7 @@ RUNS = ["oracle", "heuristic"]  # reference backends: seconds each, no model nee
 
 # %%
 bench = load_benchmark(DATA)
-runs, summary = workbench.run_models(RUNS, bench, protocol=PROTOCOL, limit=LIMIT, progress=False)
+runs, summary = workbench.run_models(RUNS, bench, workbench.RunSettings(protocol=PROTOCOL, limit=LIMIT), progress=False)
 summary
 
 # %%

@@ -22,3 +22,12 @@ def bench() -> Benchmark:
 def release() -> Benchmark:
     """The official-layout fixture release (loaded once per test session; treat it as read-only)."""
     return load_benchmark(OFFICIAL_FIXTURE)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _runs_outside_the_project(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Runs a test makes without naming a folder go to a temporary folder, never to the project's ``runs/`` (the
+    default since there is one; a test that needs another sets ``APIBANK_RUNS`` itself)."""
+    import os
+
+    os.environ["APIBANK_RUNS"] = str(tmp_path_factory.mktemp("default-runs"))

@@ -37,9 +37,9 @@ def test_a_chat_run_sends_chat_prompts_and_judges_the_calls_they_hold(bench: Ben
     config = RunConfig("scripted", levels=(1, 2), limit=12, prompt_mode="chat", out=str(tmp_path / "chat"))
     run(config, backend=backend, bench=bench, progress=False)
     metrics = score_run(tmp_path / "chat", bench=bench)
-    assert metrics["prompt_mode"] == "chat"
-    assert metrics["levels"]["1"]["api_correct"] == metrics["levels"]["1"]["api_samples"] > 0
-    assert metrics["levels"]["2"]["api_correct"] == metrics["levels"]["2"]["api_samples"] > 0
+    assert metrics.prompt_mode == "chat"
+    assert metrics.levels["1"].api_correct == metrics.levels["1"].api_samples > 0
+    assert metrics.levels["2"].api_correct == metrics.levels["2"].api_samples > 0
     judged = [j for j in RunFolder(tmp_path / "chat").read_judgments() if j.kind == "api"]
     assert {j.call_format for j in judged} == {"hermes"} and {j.n_calls for j in judged} == {1}
     identity = RunFolder(tmp_path / "chat").read_info().identity

@@ -118,9 +118,9 @@ def test_a_scored_run_counts_excluded_samples_apart_and_records_versions(release
     config = RunConfig("oracle", levels=(1, 2), tasks=("api",), data=str(ROOT), out=str(tmp_path / "oracle"))
     folder = run(config, bench=release, progress=False).path
     metrics = score_run(folder, bench=release)
-    assert metrics["protocol_version"] == "v2.1" and metrics["errata"]["errata"] == "api-bank@1"
-    assert metrics["levels"]["2"]["excluded_by_errata"] == 1 and metrics["levels"]["1"]["corrected_by_errata"] == 1
-    assert metrics["levels"]["2"]["api_samples"] == 13 and metrics["levels"]["2"]["api_accuracy"] == 1.0
+    assert metrics.protocol_version == "v2.1" and metrics.errata["errata"] == "api-bank@1"
+    assert metrics.levels["2"].excluded_by_errata == 1 and metrics.levels["1"].corrected_by_errata == 1
+    assert metrics.levels["2"].api_samples == 13 and metrics.levels["2"].api_accuracy == 1.0
     judgments = RunFolder(folder).read_judgments()
     assert {j.protocol_version for j in judgments} == {"v2.1"}
     assert [j.key for j in judgments if j.excluded] == ["L2/api/DeleteReminder-level-3-1/0"]
@@ -150,7 +150,7 @@ def test_a_run_scored_under_an_older_version_is_read_as_it_is_and_rescored_only_
     _as_if_scored_under_v2_0(folder)
     with pytest.warns(UserWarning, match=r"scored under v2\.0; the protocol is now v2\.1"):
         [loaded] = analysis.load_runs([folder])
-    assert loaded.protocol_version == "v2.0" and loaded.metrics["overall"]["api_accuracy"] == 0.5
+    assert loaded.protocol_version == "v2.0" and loaded.metrics.overall.api_accuracy == 0.5
     assert analysis.select([loaded], protocol="v2") == [loaded]  # a name still selects it
     assert "protocol_version" not in json.loads((folder / "metrics.json").read_text())  # reading changed nothing
     with pytest.raises(OtherVersion, match=r"--rescore"):

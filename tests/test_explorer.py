@@ -22,9 +22,10 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 @pytest.fixture(scope="module")
 def runs(bench: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> list[RunFolder]:
-    """Scored oracle and no-call runs over the first 12 samples (and episodes) of each level."""
-    folders, _ = workbench.run_models(["oracle", "no-call"], bench, limit=12, runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
-    return folders
+    """Scored oracle and no-call runs over the first 12 samples (and episodes) of each level (their folders)."""
+    settings = workbench.RunSettings(limit=12, runs_dir=tmp_path_factory.mktemp("runs"))
+    scored, _ = workbench.run_models(["oracle", "no-call"], bench, settings, progress=False)
+    return [r.folder for r in scored]
 
 
 @pytest.fixture
@@ -150,35 +151,44 @@ def test_a_sample_an_erratum_excludes_says_it_is_not_scored(release: Benchmark, 
 
 def test_runs_resume_without_answering_or_scoring_again(bench: Benchmark, runs: list[RunFolder]) -> None:
     stamps = [f.judgments_path.stat().st_mtime_ns for f in runs]
-    again, summary = workbench.run_models(["oracle", "no-call"], bench, limit=12, runs_dir=runs[0].path.parent, progress=False)
+    settings = workbench.RunSettings(limit=12, runs_dir=runs[0].path.parent)
+    again, summary = workbench.run_models(["oracle", "no-call"], bench, settings, progress=False)
     assert list(summary["answered now"]) == [0, 0]
-    assert [f.path for f in again] == [f.path for f in runs]
-    assert [f.judgments_path.stat().st_mtime_ns for f in again] == stamps
+    assert [r.folder.path for r in again] == [f.path for f in runs]
+    assert [r.folder.judgments_path.stat().st_mtime_ns for r in again] == stamps
 
 
 def test_a_second_task_adds_its_samples_to_the_same_run_folders(bench: Benchmark, tmp_path: Path) -> None:
     from apibank_lib import analysis
 
-    calls, _ = workbench.run_models(["oracle"], bench, levels=[1], limit=5, tasks=("api",), runs_dir=tmp_path, progress=False)
-    replies, summary = workbench.run_models(["oracle"], bench, levels=[1], limit=3, tasks=("response",), runs_dir=tmp_path, progress=False)
-    assert replies[0].path == calls[0].path and list(summary["answered now"]) == [3]
-    judged = analysis.load_runs(replies, bench=bench)[0].judgments
+    calls_only = workbench.RunSettings(levels=[1], limit=5, tasks=("api",), runs_dir=tmp_path)
+    replies_only = workbench.RunSettings(levels=[1], limit=3, tasks=("response",), runs_dir=tmp_path)
+    calls, _ = workbench.run_models(["oracle"], bench, calls_only, progress=False)
+    replies, summary = workbench.run_models(["oracle"], bench, replies_only, progress=False)
+    assert replies[0].folder.path == calls[0].folder.path and list(summary["answered now"]) == [3]
+    # The folder holds both; each run read through its settings holds what they planned, both settings their union.
+    judged = analysis.load_runs([replies[0].folder], bench=bench)[0].judgments
     assert sorted(j.kind for j in judged) == ["api"] * 5 + ["response"] * 3
+    assert [j.kind for j in replies[0].judgments] == ["response"] * 3 and replies[0].metrics.levels["1"].api_samples == 0
+    both = workbench.saved_runs(["oracle"], bench, [calls_only, replies_only])[0]
+    assert sorted(j.kind for j in both.judgments) == ["api"] * 5 + ["response"] * 3
 
 
 def test_saved_runs_reads_the_runs_made_and_answers_nothing(bench: Benchmark, runs: list[RunFolder]) -> None:
     stamps = [f.predictions_path.stat().st_mtime_ns for f in runs]
-    found = workbench.saved_runs(["oracle", "no-call"], bench, limit=12, runs_dir=runs[0].path.parent)
-    assert [f.path for f in found] == [f.path for f in runs]
-    assert [f.predictions_path.stat().st_mtime_ns for f in found] == stamps
+    found = workbench.saved_runs(["oracle", "no-call"], bench, workbench.RunSettings(limit=12, runs_dir=runs[0].path.parent))
+    assert [r.folder.path for r in found] == [f.path for f in runs]
+    assert [r.folder.predictions_path.stat().st_mtime_ns for r in found] == stamps
 
 
 def test_saved_runs_names_what_is_missing(bench: Benchmark, runs: list[RunFolder]) -> None:
     parent = runs[0].path.parent
     with pytest.raises(ConfigError, match=r"oracle: .* lacks \d+ of the planned samples .*notebook 02"):
-        workbench.saved_runs(["oracle"], bench, limit=13, runs_dir=parent)
+        workbench.saved_runs(["oracle"], bench, workbench.RunSettings(limit=13, runs_dir=parent))
     with pytest.raises(ConfigError, match="oracle: no run with these settings"):
-        workbench.saved_runs(["oracle"], bench, limit=12, max_steps=5, runs_dir=parent)  # another identity
+        workbench.saved_runs(["oracle"], bench, workbench.RunSettings(limit=12, protocol="paper", runs_dir=parent))
+    with pytest.raises(ConfigError, match="holds episodes of 12 steps with 'enriched', not episodes of 5 steps"):
+        workbench.saved_runs(["oracle"], bench, workbench.RunSettings(limit=12, max_steps=5, runs_dir=parent))
     assert sorted(p.name for p in parent.iterdir()) == sorted(f.path.name for f in runs)  # nothing was created
 
 

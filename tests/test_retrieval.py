@@ -146,15 +146,15 @@ def test_a_run_names_its_retriever_and_scores_with_it(bench: Benchmark, tmp_path
         result = run(RunConfig("oracle", levels=(2,), retriever=name, out=str(tmp_path / str(name))), bench=bench, progress=False)
         metrics = score_run(result.path, bench=bench)
         used = name or V2.retriever
-        assert metrics["retriever"] == used and RunFolder(result.path).read_info().retriever == used
+        assert metrics.retriever == used and RunFolder(result.path).read_info().retriever == used
         searches = [j for j in RunFolder(result.path).read_judgments() if j.gold_api == "ToolSearcher"]
         assert searches and {j.retriever for j in searches} == {used}
-        results[used] = metrics["levels"]["2"]["api_correct"]
+        results[used] = metrics.levels["2"].api_correct
     # The oracle's searches are the gold keywords: both embedding retrievers find every gold API, BM25 misses some.
-    assert results[V2.retriever] == results["embedding"] == metrics["levels"]["2"]["api_samples"] > results["bm25"]
+    assert results[V2.retriever] == results["embedding"] == metrics.levels["2"].api_samples > results["bm25"]
     # Re-grading with another retriever is a scoring option; the metrics say which one graded.
     regraded = score_run(tmp_path / "None", bench=bench, retriever="bm25", write=False)
-    assert regraded["retriever"] == "bm25" and regraded["levels"]["2"]["api_correct"] == results["bm25"]
+    assert regraded.retriever == "bm25" and regraded.levels["2"].api_correct == results["bm25"]
 
 
 def test_episodes_are_graded_only_with_the_retriever_they_searched_with(bench: Benchmark, tmp_path: Path) -> None:
@@ -167,7 +167,7 @@ def test_episodes_are_graded_only_with_the_retriever_they_searched_with(bench: B
         bench=bench,
         progress=False,
     )
-    assert score_run(result.path, bench=bench, write=False)["retriever"] == "bm25"
+    assert score_run(result.path, bench=bench, write=False).retriever == "bm25"
     with pytest.raises(ConfigError, match="searched with 'bm25'"):
         score_run(result.path, bench=bench, retriever="embedding", write=False)
 
@@ -411,9 +411,9 @@ def test_the_rule_keeps_the_papers_recipe_when_no_retriever_qualifies() -> None:
 def test_the_v2_retriever_is_the_one_the_rule_chose_on_the_measured_table() -> None:
     import pandas as pd
 
-    measured = Path(__file__).resolve().parent.parent / "results" / "retrieval_sets.csv"
+    measured = Path(__file__).resolve().parent.parent / "results" / "bundled" / "retrieval_sets.csv"
     if not measured.is_file():
-        pytest.skip("results/retrieval_sets.csv is made by apibank retrieval --sets --save retrieval_sets")
+        pytest.skip("results/bundled/retrieval_sets.csv is made by apibank retrieval --sets --save retrieval_sets")
     assert choose_default(pd.read_csv(measured))[0] == V2.retriever
 
 

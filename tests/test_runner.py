@@ -27,18 +27,18 @@ def test_oracle_scores_100_percent_on_every_level_under_v2(bench: Benchmark, tmp
     assert result.failed == 0
     metrics = score_run(result.path, bench=bench)
     for lv in ("1", "2", "3"):
-        m = metrics["levels"][lv]
-        assert m["api_accuracy"] == 1.0 and m["api_samples"] == len(bench.samples(int(lv), "api"))
-        assert m["rouge_l"] == 1.0
-    assert metrics["levels"]["3"]["episode_success_rate"] == 1.0
-    assert metrics["levels"]["3"]["episodes"] == len(bench.level3)
+        m = metrics.levels[lv]
+        assert m.api_accuracy == 1.0 and m.api_samples == len(bench.samples(int(lv), "api"))
+        assert m.rouge_l == 1.0
+    assert metrics.levels["3"].episode_success_rate == 1.0
+    assert metrics.levels["3"].episodes == len(bench.level3)
     assert (result.path / "metrics.json").is_file() and (result.path / "judgments.jsonl").is_file()
 
 
 def test_no_call_scores_zero(bench: Benchmark, tmp_path: Path) -> None:
     result = run(RunConfig("no-call", levels=(1,), limit=30, out=str(tmp_path / "nc")), backend=NoCallBackend(), bench=bench, progress=False)
     metrics = score_run(result.path, bench=bench)
-    assert metrics["levels"]["1"]["api_accuracy"] == 0.0
+    assert metrics.levels["1"].api_accuracy == 0.0
     judgments = [json.loads(x) for x in (result.path / "judgments.jsonl").read_text().splitlines()]
     assert {j["category"] for j in judgments if j["kind"] == "api"} == {"No API Call"}
 
@@ -75,7 +75,7 @@ def test_backend_failures_are_recorded_and_retried_on_request(bench: Benchmark, 
     failed = [r for r in _lines(out) if r["error"]]
     assert all(r["error"].startswith("BackendError: scripted failure") for r in failed)
     metrics = score_run(out, bench=bench)
-    assert metrics["levels"]["1"]["backend_errors"] == first.failed  # scored as wrong, not dropped
+    assert metrics.levels["1"].backend_errors == first.failed  # scored as wrong, not dropped
     again = run(RunConfig("scripted", levels=(1,), limit=12, out=str(out)), backend=ScriptedBackend("ok"), bench=bench, progress=False)
     assert again.answered == 0 and again.skipped == 12
     retried = run(RunConfig("scripted", levels=(1,), limit=12, out=str(out), retry_failed=True), backend=ScriptedBackend("ok"), bench=bench, progress=False)
@@ -132,9 +132,9 @@ def test_oracle_under_paper_matches_the_paper_replay(bench: Benchmark, tmp_path:
     metrics = score_run(result.path, bench=bench)
     report = replay(bench, PAPER)
     for lv in ("1", "2", "3"):
-        assert metrics["levels"][lv]["api_correct"] == report["levels"][lv]["samples_correct"]
-        assert metrics["levels"][lv]["api_samples"] == report["levels"][lv]["samples"]
-    assert metrics["levels"]["1"]["api_accuracy"] < 1.0  # the original's known false negatives
+        assert metrics.levels[lv].api_correct == report["levels"][lv]["samples_correct"]
+        assert metrics.levels[lv].api_samples == report["levels"][lv]["samples"]
+    assert metrics.levels["1"].api_accuracy < 1.0  # the original's known false negatives
 
 
 def test_an_empty_answer_is_recorded_as_such_with_its_stop_reason(bench: Benchmark, tmp_path: Path) -> None:
@@ -151,4 +151,4 @@ def test_an_empty_answer_is_recorded_as_such_with_its_stop_reason(bench: Benchma
     assert api and all(j.empty and j.category == "No API Call" for j in api)
     assert all("empty answer" in " ".join(j.notes) and "stop reason: stop" in " ".join(j.notes) for j in api)
     assert not any(j.empty for j in judged if j.kind == "response")
-    assert metrics["levels"]["1"]["empty_answers"] == len(api) == metrics["overall"]["empty_answers"]
+    assert metrics.levels["1"].empty_answers == len(api) == metrics.overall.empty_answers

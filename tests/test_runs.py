@@ -65,10 +65,12 @@ def test_a_scored_run_gives_data_frames(bench: Benchmark, tmp_path: Path) -> Non
     assert len(predictions) == 18 and "latency_s" in predictions.columns
 
 
-def test_runs_go_to_the_working_directory_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_runs_go_to_the_projects_runs_folder_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from apibank_lib.paths import PROJECT_ROOT
+
     monkeypatch.delenv("APIBANK_RUNS", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert default_runs_dir() == tmp_path / "runs"
+    assert default_runs_dir() == PROJECT_ROOT / "runs"  # one default, wherever the command is typed
     monkeypatch.setenv("APIBANK_RUNS", str(tmp_path / "elsewhere"))
     assert default_runs_dir() == tmp_path / "elsewhere"
 
@@ -129,10 +131,10 @@ def test_ctrl_c_keeps_what_was_answered_and_the_run_resumes(bench: Benchmark, tm
         run(RunConfig("scripted", levels=(1,), limit=10, out=str(out)), backend=_Interrupting(4), bench=bench, progress=False)
     assert isinstance(info.value.__cause__, KeyboardInterrupt) and info.value.saved >= 4
     metrics = score_run(out, bench=bench)
-    assert metrics["partial"] and metrics["coverage"]["missing"] == 10 - info.value.saved
+    assert metrics.partial and metrics.coverage["missing"] == 10 - info.value.saved
     again = run(RunConfig("scripted", levels=(1,), limit=10, out=str(out)), backend=ScriptedBackend("[GetToday()]"), bench=bench, progress=False)
     assert again.skipped == info.value.saved and again.answered == 10 - info.value.saved
-    assert not score_run(out, bench=bench)["partial"]
+    assert not score_run(out, bench=bench).partial
 
 
 def test_coverage_of_a_truncated_run(bench: Benchmark, tmp_path: Path) -> None:
@@ -140,8 +142,8 @@ def test_coverage_of_a_truncated_run(bench: Benchmark, tmp_path: Path) -> None:
     path = RunFolder(result.path).predictions_path
     path.write_bytes(path.read_bytes()[:-15])
     metrics = score_run(result.path, bench=bench)
-    cov = metrics["coverage"]
-    assert metrics["partial"] and (cov["expected"], cov["answered"], cov["missing"], cov["lines_dropped"]) == (8, 7, 1, 1)
+    cov = metrics.coverage
+    assert metrics.partial and (cov["expected"], cov["answered"], cov["missing"], cov["lines_dropped"]) == (8, 7, 1, 1)
     assert json.loads((result.path / "metrics.json").read_text())["partial"] is True
 
 
@@ -153,7 +155,7 @@ def test_scoring_finds_moved_data_only_when_told(bench: Benchmark, tmp_path: Pat
     data.rename(moved)
     with pytest.raises(ConfigError, match="no longer at .*give its new place with --data"):
         score_run(result.path)
-    assert score_run(result.path, data=moved)["levels"]["1"]["api_accuracy"] == 1.0
+    assert score_run(result.path, data=moved).levels["1"].api_accuracy == 1.0
 
 
 def test_the_agent_loop_uses_the_runs_protocol(bench: Benchmark, tmp_path: Path) -> None:
@@ -188,7 +190,7 @@ def test_coverage_counts_what_every_command_into_a_folder_asked_for(bench: Bench
     run(RunConfig("oracle", levels=(1,), tasks=("response",), limit=3, out=str(out)), bench=bench, progress=False)
     info = RunFolder(out).read_info()
     assert [p["tasks"] for p in info.all_plans()] == [["api"], ["response"]] and info.config["tasks"] == ["response"]
-    cov = score_run(out, bench=bench)["coverage"]
+    cov = score_run(out, bench=bench).coverage
     api = [s for s in bench.samples(1) if s.kind == "api"][:6]
     replies = [s for s in bench.samples(1) if s.kind == "response"][:3]
     assert cov["expected"] == len(api) + len(replies) == cov["answered"] and not cov["partial"]
@@ -234,7 +236,7 @@ def test_the_step_limit_and_retriever_change_only_the_episodes_file(bench: Bench
     assert info.episodes == {"max_steps": 5, "retriever": "bm25", "file": "episodes-5steps-bm25.jsonl"}
     episodes = [r for r in folder.read_predictions().records.values() if r.kind == "episode"]
     assert len(episodes) == 2 and (folder.path / "episodes-12steps-enriched.jsonl").read_text().count("\n") == 3
-    assert score_run(folder.path, bench=bench)["levels"]["3"]["episodes"] == 2
+    assert score_run(folder.path, bench=bench).levels["3"].episodes == 2
 
 
 def test_a_folder_written_before_episodes_had_files_of_their_own_still_loads_and_resumes(
@@ -267,4 +269,4 @@ def test_a_folder_written_before_episodes_had_files_of_their_own_still_loads_and
     assert more.path == older and more.answered == 2
     kinds = [r.kind for r in RunFolder(older).read_predictions().records.values()]
     assert kinds.count("episode") == 2 and len(kinds) == 4
-    assert score_run(older, bench=bench)["coverage"]["missing"] == 0
+    assert score_run(older, bench=bench).coverage["missing"] == 0
