@@ -82,3 +82,87 @@ def test_params_replace_the_profiles_in_the_notebooks_that_declare_them(tmp_path
     )
     printed = [nbformat.read(p, as_version=4).cells[-1].outputs[0]["text"].strip() for p in done.executed]
     assert printed == ["None 7", "'absent' 7"]
+
+
+# --- the quick profile's run folders: each teacher-forced sample answered once per model ---------------------------
+
+SETTINGS_NAMES = ("settings", "gain_settings")
+"""The names the notebooks give the run settings they pass to ``workbench.run_models`` or ``saved_runs``."""
+
+
+def _parameters(source: str) -> dict[str, Any]:
+    """The literal values a notebook's parameters cell assigns (read, never run)."""
+    import ast
+
+    cell = source.split('# %% tags=["parameters"]', 1)[1].split("# %%", 1)[0]
+    return {
+        t.id: ast.literal_eval(node.value)
+        for node in ast.parse(cell).body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+
+
+def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str], list[Any]]]:
+    """(models, run settings) for each ``run_models``/``saved_runs`` call of a notebook under ``given`` parameters.
+
+    The settings expressions are taken from the notebook's own text file and evaluated over its parameters (our
+    own notebooks, not model output), so that the test follows what the notebooks do."""
+    import ast
+
+    from apibank_lib import workbench
+    from apibank_lib.protocols import V2
+
+    source = (reproduce.NOTEBOOKS_DIR / f"{name}.py").read_text(encoding="utf-8")
+    params = {**_parameters(source), **{k: v for k, v in given.items() if k in _parameters(source)}}
+    scope: dict[str, Any] = {**params, "workbench": workbench, "V2": V2}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in SETTINGS_NAMES for t in node.targets):
+            value = eval(compile(ast.Expression(node.value), name, "eval"), scope)  # our notebook's own expression
+            settings = value if isinstance(value, list) else [value]
+            target = next(t.id for t in node.targets if isinstance(t, ast.Name))
+            if target == "gain_settings":
+                models = list(params["GAIN"].values())
+            elif "COMPARED" in params:
+                models = list(params["COMPARED"].values())
+            else:
+                models = list(params["MODELS"])
+            found.append((models, settings))
+    return found
+
+
+def test_the_quick_profile_answers_each_teacher_forced_sample_once_per_model(tmp_path: Any) -> None:
+    from apibank_lib.backends import load_backend
+    from apibank_lib.errors import ApibankError
+    from apibank_lib.runner import locate_run
+    from apibank_lib.runs import plan
+
+    bench = load_benchmark()
+    given = {**PROFILES["quick"], "MODELS": list(DEFAULT_MODELS), "RUNS_DIR": str(tmp_path)}
+    folders: dict[tuple[str, str], set[str]] = {}  # (model, teacher-forced sample) -> the folders that plan it
+    notebooks_of: dict[str, set[str]] = {}
+    backends: dict[str, Any] = {}
+    for name in ("02_run_models", "03_score", "04_error_taxonomy", "05_toolalpaca_comparison", "07_retrieval"):
+        for models, settings in _notebook_settings(name, given):
+            for model in models:
+                for one in settings:
+                    config = one.config(model, bench)
+                    if model not in backends:
+                        try:
+                            backends[model] = load_backend(config.model, **config.backend_options)
+                        except ApibankError:  # a model whose packages are not installed here
+                            backends[model] = None
+                    if backends[model] is None:
+                        continue
+                    folder, _ = locate_run(config, bench, backends[model])
+                    for item in plan(bench, config):
+                        if item.kind != "episode":
+                            folders.setdefault((model, item.key), set()).add(folder.path.name)
+                    notebooks_of.setdefault(model, set()).add(name[:2])
+    assert folders, "no settings found in the notebooks"
+    twice = {k: v for k, v in folders.items() if len(v) > 1}
+    assert not twice, f"{len(twice)} teacher-forced samples planned in two folders, e.g. {next(iter(twice.items()))}"
+    # The check means something: reference models are planned by 02, 03 and 07 alike (one folder between them).
+    assert {"02", "03", "07"} <= notebooks_of["oracle"]
