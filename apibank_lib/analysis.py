@@ -175,7 +175,7 @@ def select(runs: Sequence[ScoredRun], **labels: str) -> list[ScoredRun]:
     """The runs whose labels have the given values, e.g. ``select(runs, prompt_mode="reference")``.
 
     Label names are those of :meth:`ScoredRun.labels` with underscores for spaces
-    (``model``, ``prompt_mode``, ``protocol``, ``data``); ``protocol`` matches a name (``v2``) or a version (``v2.1``).
+    (``model``, ``prompt_mode``, ``protocol``, ``data``); ``protocol`` matches a name (``v2``) or a version (``v2.2``).
     """
 
     def matches(run: ScoredRun, key: str, value: str) -> bool:
@@ -608,6 +608,11 @@ def funnel(run: ScoredRun, bench: Benchmark | None = None, *, reply_threshold: f
     pd = _pandas()
     bench = bench or load_benchmark(run.info.data)
     judged = {j.key: j for j in run.judgments}
+    if any(j.kind == "api" and j.call is not None and j.right_api is None for j in run.judgments):
+        raise ConfigError(
+            f"{run.folder.path.name} was scored ({run.protocol_version}) before grading recorded how far each call "
+            f"matches the gold call; score it again: apibank score {run.folder.path} --rescore"
+        )
     search_of, reply_of = _search_keys(bench), _next_replies(bench)
     reached: dict[int, list[int]] = {level: [0] * len(FUNNEL_STAGES) for level in (1, 2, 3)}
     for level in (1, 2, 3):

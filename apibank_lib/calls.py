@@ -235,7 +235,8 @@ def parse_calls(text: str) -> list[ApiCall]:
 
     Raises:
         ParseError: a ``[Name(`` opening exists but what follows is not a
-            well-formed call; the message says why and where.
+            well-formed call, or a second ``[`` comes right before it (``[[Name(``);
+            the message says why and where.
     """
     if not isinstance(text, str):
         raise ParseError(f"expected text, got {type(text).__name__}")
@@ -246,6 +247,9 @@ def parse_calls(text: str) -> list[ApiCall]:
         m = _CALL_START.search(text, pos)
         if not m:
             return calls
+        if text[: m.start()].rstrip(_WS).endswith("["):
+            # ``[[Name(...)]``: the bracket pairs no longer match; reading past the stray one would guess (v2.2).
+            raise parser.error(f"an extra '[' before [{m.group(1)}(: a call opens with one bracket", m.start())
         args, pos = parser.parse_arguments(m.end(), m.group(1))
         calls.append(ApiCall(m.group(1), args))
 

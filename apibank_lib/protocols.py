@@ -139,7 +139,7 @@ class GradingProtocol:
 
     Attributes:
         name: the name results record (``paper``, ``v2``).
-        version: what exactly it judges, as results record it (``v2.1``): a new version whenever what is judged
+        version: what exactly it judges, as results record it (``v2.2``): a new version whenever what is judged
             right changes (see ``docs/protocols.md``); results scored under another version say so when loaded.
         summary: one line for tables and ``--help``.
         parse: how a prediction's text becomes a call: ``text -> (call | None, parse error | None)``.
@@ -210,7 +210,7 @@ PAPER = GradingProtocol(
 
 V2 = GradingProtocol(
     name="v2",
-    version="v2.1",
+    version="v2.2",
     summary="ours: typed parsing, dialogue state replayed, documented checker bugs fixed, searches judged by the API needed, errata applied",
     parse=_parse_strict,
     conversion=TYPED_CONVERSION,

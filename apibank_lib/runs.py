@@ -454,7 +454,7 @@ class JudgmentRecord(_ItemRecord):
         call_format: chat mode: the format the answer's calls were written in (``hermes``, ``openai`` ...).
         n_calls: chat mode: how many calls the answer held (the first is graded).
         empty: the model generated nothing (zero tokens: it ended its turn at once); also said in ``notes``.
-        protocol_version: the grading protocol's version that judged it (``v2.1``).
+        protocol_version: the grading protocol's version that judged it (``v2.2``).
         excluded: why the sample is left out of scoring (an erratum of the data, :mod:`apibank_lib.errata`);
             an excluded sample counts in no accuracy.
         erratum: the erratum applied to the sample's gold (excluded or corrected), by id.

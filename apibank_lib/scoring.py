@@ -403,7 +403,7 @@ class ScoredRun:
 
     @property
     def protocol_version(self) -> str:
-        """The version of the protocol the run was scored under (``v2.1``), which tables show."""
+        """The version of the protocol the run was scored under (``v2.2``), which tables show."""
         return self.metrics.protocol_version
 
     @property

@@ -22,10 +22,8 @@
 # the ones notebook 02 made: run it first, with the same parameters.
 
 # %%
-import pandas as pd
 from apibank_lib import load_benchmark
 from apibank_lib import analysis, plots, workbench
-from apibank_lib.formats.train_corpus import corpus_schemas
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
@@ -48,8 +46,6 @@ OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000
 RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
 FUNNEL_MODEL = "heuristic"
 EXAMPLES_MODEL = "heuristic"
-GAIN = {"Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b", "small Lynx v2": "llamacpp:lynx-0.5b"}  # base, fine-tuned
-CALL_LIMIT = 1  # level-1 API-call samples for base against fine-tuned (within what 02 ran); None for all
 
 # %%
 bench = load_benchmark(DATA)
@@ -108,36 +104,3 @@ plots.funnel_figure(funnel, title=FUNNEL_MODEL);
 examples = analysis.failure_examples(analysis.by_model(runs, EXAMPLES_MODEL))
 analysis.save_table(examples, "failure_examples")
 examples
-
-# %% [markdown]
-# ## Where the gain comes from: base against fine-tuned
-#
-# The instruct 0.5B zero-shot and the small Lynx v2 (its LoRA on our corpus) on the same level-1 API-call samples
-# (the first `CALL_LIMIT` of them, read from the runs notebook 02 made; with the `full` profile, all of them): their
-# errors,
-# how far their calls get, and their accuracy by how much of each gold API our training corpus has seen. No benchmark
-# API name occurs in the corpus, by construction, so the groups differ in how many of the API's parameter names the
-# corpus's APIs share.
-
-# %%
-gain_settings = workbench.RunSettings(protocol=PROTOCOL, levels=[1], limit=CALL_LIMIT, tasks=("api",), runs_dir=RUNS_DIR)
-gain = analysis.on_common_samples(workbench.saved_runs(list(GAIN.values()), bench, gain_settings), level=1, kind="api")
-gain_errors = analysis.error_distribution(gain, reported_columns=False)
-analysis.save_table(gain_errors, "error_distribution_gain")
-gain_errors
-
-# %%
-funnels = {name: analysis.funnel(r, bench) for r, name in zip(gain, GAIN)}
-gain_funnel = pd.concat([f.assign(model=name) for name, f in funnels.items()], ignore_index=True)
-analysis.save_table(gain_funnel, "funnel_gain")
-gain_funnel
-
-# %%
-for (name, f), figure in zip(funnels.items(), ("funnel_base", "funnel_fine_tuned")):
-    plots.funnel_figure(f, title=name, name=figure)
-
-# %%
-corpus = corpus_schemas()
-seen = pd.concat([analysis.seen_in_training(r, bench, corpus).assign(model=name) for r, name in zip(gain, GAIN)], ignore_index=True)
-analysis.save_table(seen, "seen_in_training")
-seen

@@ -27,7 +27,8 @@
 # adding them to `COMPARED` brings their rows back.
 #
 # `CALL_LIMIT = None` answers every level-1 API-call sample (`apibank reproduce --only 05 --param CALL_LIMIT=None`);
-# replies (for ROUGE-L) are limited apart by `REPLY_LIMIT`.
+# replies (for ROUGE-L) are limited apart by `REPLY_LIMIT`. Where the fine-tuned model's gain comes from (errors, the
+# step funnel, APIs seen in training) is shown on the same runs.
 # `TOOLALPACA_EVAL` takes ToolAlpaca's own evaluation files (`eval_simulated.json`, `eval_real.json`; not part of this
 # repository), converts them and judges the same models on them by function and arguments.
 
@@ -39,6 +40,7 @@ from apibank_lib import analysis, plots, workbench
 from apibank_lib import toolalpaca_eval
 from apibank_lib.backends.registry import load_backend
 from apibank_lib.formats.toolalpaca import convert_evaluation, read_toolalpaca
+from apibank_lib.formats.train_corpus import corpus_schemas
 from apibank_lib.paths import runs_dir
 from apibank_lib.training.shipped import models_dir
 from apibank_lib.training.workflow import retrain
@@ -59,6 +61,7 @@ PAIRS = [
     ["small Lynx v2: ours, 260", "Qwen2.5-Coder-0.5B base"],
     ["ours, equal size", "Qwen2.5-Coder-0.5B base"],
 ]
+GAIN = ["Qwen2.5-Coder-0.5B base", "small Lynx v2: ours, 260"]  # base and fine-tuned, for where the gain comes from
 TOOLALPACA_EVAL = []  # paths of ToolAlpaca evaluation files to judge the same models on
 TOOLALPACA_LIMIT = None  # converted samples per file; None for all
 RETRAIN = False  # train the three adapters again with their recorded commands first
@@ -108,6 +111,37 @@ plots.toolalpaca_figure(table);
 pairs = analysis.paired_tables(runs, [[by_name[a], by_name[b]] for a, b in PAIRS], n_boot=N_BOOT, seed=SEED)
 analysis.save_table(pairs, "toolalpaca_paired")
 pairs
+
+# %% [markdown]
+# ## Where the gain comes from: base against fine-tuned
+#
+# The instruct 0.5B zero-shot and the small Lynx v2 (its LoRA on our corpus) on the same level-1 API-call samples
+# (the runs above): their errors, how far their calls get (the step funnel), and their accuracy by how much of each
+# gold API our training corpus has seen. No benchmark API name occurs in the corpus, by construction, so the groups
+# differ in how many of the API's parameter names the corpus's APIs share.
+
+# %%
+gain_runs = [analysis.by_model(runs, by_name[name]) for name in GAIN]
+gain = analysis.on_common_samples(gain_runs, level=1, kind="api")
+gain_errors = analysis.error_distribution(gain, reported_columns=False)
+analysis.save_table(gain_errors, "error_distribution_gain")
+gain_errors
+
+# %%
+funnels = {name: analysis.funnel(r, bench) for r, name in zip(gain, GAIN)}
+gain_funnel = pd.concat([f.assign(model=name) for name, f in funnels.items()], ignore_index=True)
+analysis.save_table(gain_funnel, "funnel_gain")
+gain_funnel
+
+# %%
+for (name, f), figure in zip(funnels.items(), ("funnel_base", "funnel_fine_tuned")):
+    plots.funnel_figure(f, title=name, name=figure)
+
+# %%
+corpus = corpus_schemas()
+seen = pd.concat([analysis.seen_in_training(r, bench, corpus).assign(model=name) for r, name in zip(gain, GAIN)], ignore_index=True)
+analysis.save_table(seen, "seen_in_training")
+seen
 
 # %% [markdown]
 # ## On ToolAlpaca's own evaluation instructions

@@ -75,7 +75,7 @@ def test_comparison_labels_say_model_prompt_mode_protocol_and_data(bench: Benchm
     ]
     table = analysis.compare_runs(analysis.load_runs(made))
     labels = table[["model", "prompt mode", "protocol", "data"]].values.tolist()
-    assert labels == [["oracle", "reference", "v2.1", "bundled"], ["oracle", "reference", "paper-1", "official"], ["scripted", "completion", "v2.1", "bundled"]]
+    assert labels == [["oracle", "reference", "v2.2", "bundled"], ["oracle", "reference", "paper-1", "official"], ["scripted", "completion", "v2.2", "bundled"]]
     assert {"L1 ROUGE-L (rouge)", "L1 ROUGE-L (rouge-score)", "partial"} <= set(table.columns)
     assert table["empty answers"].tolist() == [0, 0, 0]
 

@@ -18,6 +18,7 @@ from apibank_lib.calls import (
     parse_first_call,
     parse_literal,
 )
+from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ParseError
 from apibank_lib.types import ApiCall
 
@@ -73,6 +74,8 @@ def test_no_call_is_an_empty_list() -> None:
         ("[A(x=1) trailing", "must end with ')]'"),
         ("[A(x=" + "[" * 100 + "]" * 100 + ")]", "nested deeper"),
         ("[A(x=" + "9" * 5000 + ")]", "is too long"),
+        ("[[Calculator(formula='1+2')]", "an extra '[' before [Calculator("),
+        ("API-Request: [ [GetToday()]", "an extra '['"),
     ],
 )
 def test_malformed_calls_raise_parse_error_saying_why(text: str, reason: str) -> None:
@@ -195,3 +198,17 @@ def test_adversarial_long_inputs_stay_fast() -> None:
         except ParseError:
             pass
         assert time.perf_counter() - start < 2.0
+
+
+def test_a_doubled_bracket_is_a_format_error_under_v2(bench: Benchmark) -> None:
+    from apibank_lib import V2, Grader
+    from apibank_lib.taxonomy import ErrorCategory
+    from apibank_lib.types import ApiCallSample
+
+    sample = next(s for s in bench.samples(1, "api") if isinstance(s, ApiCallSample))
+    gold = format_call(sample.gold.call)
+    grader = Grader(bench, V2)
+    assert grader.judge_api(sample, gold).correct
+    doubled = grader.judge_api(sample, "[" + gold)
+    assert not doubled.correct and doubled.category is ErrorCategory.FALSE_API_CALL_FORMAT
+    assert parse_calls("[note] then [GetToday()]") and parse_calls("see [1] [GetToday()]")  # text brackets stay text

@@ -132,7 +132,7 @@ def test_score_takes_data_and_reports_coverage(capsys: pytest.CaptureFixture[str
     text = capsys.readouterr().out
     assert "coverage: 3 answered, 0 failed, 0 missing of 3 expected" in text and "PARTIAL" not in text
     # Runs that differ only in prompt mode or folder read apart.
-    assert f"oracle (reference prompts) under protocol v2.1\n  {out}\n" in text
+    assert f"oracle (reference prompts) under protocol v2.2\n  {out}\n" in text
 
 
 def test_errors_counts_and_shares_each_category(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -118,18 +118,18 @@ def test_a_scored_run_counts_excluded_samples_apart_and_records_versions(release
     config = RunConfig("oracle", levels=(1, 2), tasks=("api",), data=str(ROOT), out=str(tmp_path / "oracle"))
     folder = run(config, bench=release, progress=False).path
     metrics = score_run(folder, bench=release)
-    assert metrics.protocol_version == "v2.1" and metrics.errata["errata"] == "api-bank@1"
+    assert metrics.protocol_version == "v2.2" and metrics.errata["errata"] == "api-bank@1"
     assert metrics.levels["2"].excluded_by_errata == 1 and metrics.levels["1"].corrected_by_errata == 1
     assert metrics.levels["2"].api_samples == 13 and metrics.levels["2"].api_accuracy == 1.0
     judgments = RunFolder(folder).read_judgments()
-    assert {j.protocol_version for j in judgments} == {"v2.1"}
+    assert {j.protocol_version for j in judgments} == {"v2.2"}
     assert [j.key for j in judgments if j.excluded] == ["L2/api/DeleteReminder-level-3-1/0"]
     [loaded] = analysis.load_runs([folder], bench=release)
     assert [j.key for j in loaded.excluded] == ["L2/api/DeleteReminder-level-3-1/0"]
     assert all(j.excluded is None for j in loaded.judgments)
     assert loaded.errata == "api-bank@1: 1 excluded, 1 corrected"
     main_row = analysis.main_table([loaded], reported_rows=False, n_boot=10).iloc[0]
-    assert main_row["protocol"] == "v2.1" and main_row["errata"] == "api-bank@1: 1 excluded, 1 corrected"
+    assert main_row["protocol"] == "v2.2" and main_row["errata"] == "api-bank@1: 1 excluded, 1 corrected"
     assert main_row["Retrieve+Call acc"] == 100.0
 
 
@@ -148,7 +148,7 @@ def test_a_run_scored_under_an_older_version_is_read_as_it_is_and_rescored_only_
     folder = run(RunConfig("oracle", levels=(1,), limit=4, out=str(tmp_path / "old")), progress=False).path
     score_run(folder)
     _as_if_scored_under_v2_0(folder)
-    with pytest.warns(UserWarning, match=r"scored under v2\.0; the protocol is now v2\.1"):
+    with pytest.warns(UserWarning, match=r"scored under v2\.0; the protocol is now v2\.2"):
         [loaded] = analysis.load_runs([folder])
     assert loaded.protocol_version == "v2.0" and loaded.metrics.overall.api_accuracy == 0.5
     assert analysis.select([loaded], protocol="v2") == [loaded]  # a name still selects it
@@ -159,11 +159,11 @@ def test_a_run_scored_under_an_older_version_is_read_as_it_is_and_rescored_only_
     assert "scored under v2.0" in capsys.readouterr().err
     assert main(["score", str(folder), "--rescore", "--json"]) == 0
     rescored = json.loads(capsys.readouterr().out)
-    assert rescored["protocol_version"] == "v2.1" and rescored["overall"]["api_accuracy"] == 1.0
+    assert rescored["protocol_version"] == "v2.2" and rescored["overall"]["api_accuracy"] == 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         [again] = analysis.load_runs([folder])
-    assert again.protocol_version == "v2.1"
+    assert again.protocol_version == "v2.2"
 
 
 # --- every entry of the release's errata, reproduced on records we make -----------------------------------------

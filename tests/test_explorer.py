@@ -42,7 +42,7 @@ def _listed(explorer: Explorer) -> list[str]:
 
 
 def test_the_view_shows_the_gold_call_beside_each_runs_verdict(bench: Benchmark, explorer: Explorer) -> None:
-    assert [label for label, _ in explorer.run_select.options] == ["oracle · v2.1", "no-call · v2.1"]
+    assert [label for label, _ in explorer.run_select.options] == ["oracle · v2.2", "no-call · v2.2"]
     assert explorer.compare_select.value == 1  # the second run is shown beside the first
     sample = _first_api_sample(bench, 1, explorer.dialogue_select.value)
     view = explorer.view.value

@@ -86,7 +86,7 @@ def test_params_replace_the_profiles_in_the_notebooks_that_declare_them(tmp_path
 
 # --- the quick profile's run folders: each teacher-forced sample answered once per model ---------------------------
 
-SETTINGS_NAMES = ("settings", "gain_settings")
+SETTINGS_NAMES = ("settings",)
 """The names the notebooks give the run settings they pass to ``workbench.run_models`` or ``saved_runs``."""
 
 
@@ -122,10 +122,7 @@ def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str]
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in SETTINGS_NAMES for t in node.targets):
             value = eval(compile(ast.Expression(node.value), name, "eval"), scope)  # our notebook's own expression
             settings = value if isinstance(value, list) else [value]
-            target = next(t.id for t in node.targets if isinstance(t, ast.Name))
-            if target == "gain_settings":
-                models = list(params["GAIN"].values())
-            elif "COMPARED" in params:
+            if "COMPARED" in params:
                 models = list(params["COMPARED"].values())
             else:
                 models = list(params["MODELS"])
