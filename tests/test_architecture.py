@@ -108,3 +108,36 @@ def _all_subclasses(cls: type) -> set[type]:
 def test_every_backend_is_one_registry_line() -> None:
     for kind in BACKENDS:
         assert backend_class(kind).kind == kind
+
+
+def _choices(flag: str) -> list[set[str]]:
+    """The choices of ``flag`` in every subcommand that has it."""
+    from apibank_lib.cli import build_parser
+
+    parser = build_parser()
+    found = []
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        for sub in action.choices.values():
+            for option in sub._actions:
+                if flag in option.option_strings and option.choices:
+                    found.append(set(option.choices))
+    return found
+
+
+def test_every_retriever_and_protocol_is_one_registry_entry() -> None:
+    from apibank_lib.protocols import PROTOCOLS
+    from apibank_lib.retrievers import RETRIEVERS
+
+    assert _choices("--retriever") and all(c == set(RETRIEVERS) for c in _choices("--retriever"))
+    assert _choices("--protocol") and all(c == set(PROTOCOLS) for c in _choices("--protocol"))
+
+
+def test_every_notebook_is_one_text_file_named_where_it_is_listed() -> None:
+    from apibank_lib import reproduce
+    from apibank_lib.paths import NOTEBOOKS_DIR, PROJECT_ROOT
+
+    texts = sorted(p.stem for p in NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
+    assert texts and [p.stem for p in reproduce.notebooks()] == texts
+    for listing in (PROJECT_ROOT / "README.md", PROJECT_ROOT / "docs" / "notebooks.md", NOTEBOOKS_DIR / "README.md"):
+        text = listing.read_text(encoding="utf-8")
+        assert [t for t in texts if f"`{t}`" not in text and f"**`{t}`**" not in text] == [], listing.name
