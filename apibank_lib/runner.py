@@ -169,19 +169,23 @@ def locate_run(config: RunConfig, bench: Benchmark, backend: Backend) -> tuple[R
     name = _folder_name(identity, config.protocol)
     folder = RunFolder(parent / name)
     if not folder.exists():
-        folder = _older_folder(parent, name, identity, config) or folder
+        folder = _older_folder(parent, name, identity, config, bench) or folder
     return folder, identity
 
 
-def _older_folder(parent: Path, name: str, identity: dict[str, Any], config: RunConfig) -> RunFolder | None:
+def _older_folder(
+    parent: Path, name: str, identity: dict[str, Any], config: RunConfig, bench: Benchmark
+) -> RunFolder | None:
     """A folder written before episodes had files of their own whose teacher-forced identity is ``identity``.
 
     Such folders are named by a hash that included the step limit (and, for some, the retriever), so they are
-    found by reading the ``config.json`` of the folders of the same model and protocol. When several match, the
-    one whose episodes have the asked settings comes first, then the one with the most answers, then by name.
+    found by reading the ``config.json`` of the folders of the same model and protocol. When several match (the
+    same samples answered under two step limits), the one whose episodes have the asked settings comes first, then
+    the one that already holds most of what these settings plan, then the one with most answers, then by name.
     """
     prefix = name[: name.rindex("-") + 1]
-    found: list[tuple[bool, int, str, RunFolder]] = []
+    wanted = {item.key for item in plan(bench, config)}
+    found: list[tuple[bool, int, int, str, RunFolder]] = []
     for path in sorted(parent.glob(f"{glob.escape(prefix)}*")) if parent.is_dir() else []:
         older = RunFolder(path)
         if not older.exists():
@@ -198,9 +202,9 @@ def _older_folder(parent: Path, name: str, identity: dict[str, Any], config: Run
             and episodes
             and {k: episodes[k] for k in ("max_steps", "retriever")} == config.episode_identity()
         )
-        size = older.predictions_path.stat().st_size if older.predictions_path.is_file() else 0
-        found.append((not same_episodes, -size, path.name, older))
-    return min(found, key=lambda f: f[:3])[3] if found else None
+        held = older.read_predictions().records
+        found.append((not same_episodes, -len(wanted & set(held)), -len(held), path.name, older))
+    return min(found, key=lambda f: f[:4])[4] if found else None
 
 
 def _episodes_entry(config: RunConfig, before: RunInfo | None) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import shutil
 from pathlib import Path
 
@@ -239,23 +240,41 @@ def test_the_step_limit_and_retriever_change_only_the_episodes_file(bench: Bench
     assert score_run(folder.path, bench=bench).levels["3"].episodes == 2
 
 
+def _as_older_layout(made: RunFolder, digest: str) -> Path:
+    """A folder turned into the layout written before episodes had files of their own: the identity holds the
+    step limit (and the retriever), the episodes are with the rest, and the name's hash is another."""
+    raw = json.loads(made.config_path.read_text())
+    episodes = raw.pop("episodes", None)
+    raw["identity"] |= {"max_steps": raw["config"]["max_steps"], "retriever": "enriched"}
+    made.config_path.write_text(json.dumps(raw))
+    if episodes:
+        path = made.path / episodes["file"]
+        with made.predictions_path.open("a") as f:
+            f.write(path.read_text())
+        path.unlink()
+    return made.path.rename(made.path.parent / (made.path.name[:-8] + digest))
+
+
+def test_of_two_older_folders_the_one_holding_what_is_planned_is_used(bench: Benchmark, tmp_path: Path) -> None:
+    calls = RunConfig("oracle", levels=(1,), limit=6, tasks=("api",), runs_dir=str(tmp_path))
+    holds_calls = _as_older_layout(RunFolder(run(calls, bench=bench, progress=False).path), "aaaaaaaa")
+    episodes = RunConfig("oracle", levels=(3,), limit=4, level3="loop", max_steps=9, runs_dir=str(tmp_path))
+    made = run(replace(episodes, out=str(tmp_path / "oracle-v2-cccccccc")), bench=bench, progress=False)
+    bigger = _as_older_layout(RunFolder(made.path), "bbbbbbbb")
+    assert bigger.joinpath("predictions.jsonl").stat().st_size > holds_calls.joinpath("predictions.jsonl").stat().st_size
+    again = run(calls, bench=bench, progress=False)
+    assert again.path == holds_calls and again.answered == 0
+    # Episodes of the folder's own settings come first.
+    assert run(episodes, bench=bench, progress=False).path == bigger
+
+
 def test_a_folder_written_before_episodes_had_files_of_their_own_still_loads_and_resumes(
     bench: Benchmark, tmp_path: Path
 ) -> None:
     from apibank_lib import runner
 
     config = RunConfig("oracle", levels=(3,), limit=2, level3="both", max_steps=10, runs_dir=str(tmp_path))
-    made = RunFolder(run(config, bench=bench, progress=False).path)
-    # Turn it into the older layout: the identity holds the step limit (and the retriever), episodes are with the rest.
-    raw = json.loads(made.config_path.read_text())
-    raw["identity"] |= {"max_steps": 10, "retriever": "enriched"}
-    del raw["episodes"]
-    made.config_path.write_text(json.dumps(raw))
-    episodes = made.path / "episodes-10steps-enriched.jsonl"
-    with made.predictions_path.open("a") as f:
-        f.write(episodes.read_text())
-    episodes.unlink()
-    older = made.path.rename(tmp_path / (made.path.name[:-8] + "0ld0ld00"))
+    older = _as_older_layout(RunFolder(run(config, bench=bench, progress=False).path), "0ld0ld00")
     info = RunFolder(older).read_info()
     assert info.episode_set() == {"max_steps": 10, "retriever": "enriched", "file": "predictions.jsonl"}
     assert len(RunFolder(older).read_predictions().records) == 4
