@@ -434,9 +434,13 @@ def cmd_score(args: argparse.Namespace) -> int:
 def _show_table(table: Any, args: argparse.Namespace) -> int:
     """Print a DataFrame as Markdown (or JSON records with ``--json``), saving it first with ``--save NAME``."""
     from apibank_lib.analysis import save_table
+    from apibank_lib.paths import results_dir
+    from apibank_lib.reproduce import source_of
 
     if args.save:
-        paths = save_table(table, args.save)
+        # The data source's own folder (results/bundled/, results/<release>/): one source never overwrites another's.
+        data = getattr(args, "data", None)
+        paths = save_table(table, args.save, results_dir(source_of(data) if data else None))
         _warn(f"saved {paths['csv']} and {paths['md']}")
     if args.json:
         _print_json(json.loads(table.to_json(orient="records")))
@@ -784,14 +788,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="runs side by side: labels, accuracy and ROUGE-L per level, coverage")
     p.add_argument("runs", nargs="+")
-    p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/ (results/bundled/ for the bundled data)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("errors", help="wrong API calls per error category, counts and shares, for each run")
     p.add_argument("runs", nargs="+")
     p.add_argument("--ours", action="store_true", help="our categories as they are (default: the paper's seven)")
-    p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/ (results/bundled/ for the bundled data)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_errors)
 
@@ -808,7 +812,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--corpus", default=None, help="with --sets: the training corpus (default: data/train/corpus)")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates of the intervals")
-    p.add_argument("--save", metavar="NAME", default=None, help="also write results/NAME.csv and results/NAME.md")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/ (results/bundled/ for the bundled data)")
     p.set_defaults(func=cmd_retrieval)
 
     p = sub.add_parser("reproduce", help="execute every numbered notebook with papermill: all tables and figures")

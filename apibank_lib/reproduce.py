@@ -22,6 +22,7 @@ from apibank_lib.paths import NOTEBOOKS_DIR, figures_dir, results_dir, results_r
 
 __all__ = [
     "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "parse_param", "reproduce",
+    "source_of",
 ]
 
 INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b", "llamacpp:lynx-0.5b")
@@ -181,7 +182,7 @@ def reproduce(
         raise ConfigError(f"no numbered notebook matches {list(only)}")
     out = Path(output_dir) if output_dir is not None else results_root() / "notebooks"
     out.mkdir(parents=True, exist_ok=True)
-    source = "bundled" if data is None else _source_of(data)
+    source = "bundled" if data is None else source_of(data)
     done = Reproduction(results=results_dir(source), figures=figures_dir(source))
     os.environ.setdefault("APIBANK_RUNS", str(runs_dir()))  # the kernels run in notebooks/: one runs folder for all
     for i, path in enumerate(chosen, start=1):
@@ -204,7 +205,7 @@ def reproduce(
     return done
 
 
-def _source_of(data: str | Path) -> str:
+def source_of(data: str | Path) -> str:
     """The data source's name of a data root (:attr:`apibank_lib.datasets.Benchmark.source`), without loading it."""
     from apibank_lib.datasets import default_data_root
 

@@ -206,3 +206,15 @@ def test_retrieval_measures_retrievers_on_the_official_fixture(capsys: pytest.Ca
     assert main(["search", "cancel my meeting", "-k", "2"]) == 0
     out = capsys.readouterr().out
     assert "DeleteMeeting" in out.splitlines()[2] and "score" in out.splitlines()[0]  # the v2 retriever, not a cosine
+
+
+def test_a_saved_table_goes_to_its_data_sources_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import OFFICIAL_FIXTURE
+
+    monkeypatch.setenv("APIBANK_RESULTS", str(tmp_path))
+    assert main(["retrieval", "--gold", "--retriever", "bm25", "--n-boot", "10", "--save", "gold_bm25", "--data", str(OFFICIAL_FIXTURE)]) == 0
+    assert main(["retrieval", "--gold", "--retriever", "bm25", "--n-boot", "10", "--save", "gold_bm25"]) == 0
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.md")) == [
+        "bundled/gold_bm25.md",
+        "official/gold_bm25.md",
+    ]
