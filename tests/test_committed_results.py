@@ -1,0 +1,55 @@
+"""The committed tables that no model's speed or build can change match what the code produces now: a drift check.
+
+``results/bundled/`` is written by ``apibank reproduce`` (the README's first command). Its tables of the data and of
+the reference backends (oracle, no-call, heuristic) are deterministic, so they are made again here and compared cell
+by cell with the committed files: a change of the data, the grading or a table's code that is not followed by
+regenerating the results fails here. (Rows of embedded models depend on answers that take minutes to make; they are
+checked by regenerating, ``apibank reproduce``.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from apibank_lib import analysis, workbench
+from apibank_lib.datasets import Benchmark
+from apibank_lib.paths import PROJECT_ROOT
+from apibank_lib.reproduce import PROFILES
+
+COMMITTED = PROJECT_ROOT / "results" / "bundled"
+REFERENCE = ["oracle", "no-call", "heuristic"]
+
+
+def _same(fresh: pd.DataFrame, name: str, tmp_path: Path) -> None:
+    """``fresh`` written as the notebooks write it, read back, equals the committed ``<name>.csv``."""
+    analysis.save_table(fresh, name, tmp_path)
+    made = pd.read_csv(tmp_path / f"{name}.csv")
+    committed = pd.read_csv(COMMITTED / f"{name}.csv")
+    pd.testing.assert_frame_equal(made, committed, check_dtype=False, obj=f"results/bundled/{name}.csv")
+
+
+@pytest.mark.parametrize(
+    ("name", "make"),
+    [
+        ("statistics", analysis.statistics_table),
+        ("statistics_by_level", analysis.level_statistics_table),
+        ("calls_by_domain", analysis.calls_by_domain),
+    ],
+)
+def test_the_data_tables_are_what_the_code_makes(bench: Benchmark, tmp_path: Path, name: str, make: object) -> None:
+    _same(make(bench), name, tmp_path)  # type: ignore[operator]
+
+
+def test_the_reference_rows_of_the_main_table_are_what_the_code_makes(bench: Benchmark, tmp_path: Path) -> None:
+    quick = PROFILES["quick"]
+    settings = workbench.RunSettings(limit=quick["LIMIT"], max_steps=quick["MAX_STEPS"], runs_dir=tmp_path / "runs")
+    runs, _ = workbench.run_models(REFERENCE, bench, settings, progress=False)
+    fresh = analysis.main_table(runs, reported_rows=False, dated=False, n_boot=quick["N_BOOT"], seed=0)
+    analysis.save_table(fresh, "main_table", tmp_path)
+    made = pd.read_csv(tmp_path / "main_table.csv")
+    committed = pd.read_csv(COMMITTED / "main_table.csv").drop(columns="date")
+    committed = committed[committed["model"].isin(REFERENCE)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(made, committed, check_dtype=False, obj="results/bundled/main_table.csv")
