@@ -1,8 +1,8 @@
 """Notebook tests (nbval): the kernels write runs, tables and figures under a temporary folder, not the project.
 
 nbval starts each notebook's kernel from this process, so the environment set
-here reaches the library's defaults (:func:`apibank_lib.workbench.workbench_runs_dir`,
-:func:`apibank_lib.analysis.results_dir`, :func:`apibank_lib.analysis.figures_dir`).
+here reaches the library's defaults (:func:`apibank_lib.paths.runs_dir`,
+:func:`apibank_lib.paths.results_root`, :func:`apibank_lib.paths.figures_root`).
 """
 
 from __future__ import annotations
