@@ -356,8 +356,15 @@ class ScoredRun:
         judgments = [j for j in self.judgments if j.key in wanted]
         excluded = [j for j in self.excluded if j.key in wanted]
         levels, overall = aggregate(judgments + excluded)
-        present = {j.key for j in judgments + excluded}
-        cov = {**self.metrics.coverage, "expected": len(wanted), "missing": len(wanted - present)}
+        present = judgments + excluded
+        failed = sum(1 for j in present if j.backend_error)
+        cov = {
+            **self.metrics.coverage,
+            "expected": len(wanted),
+            "answered": len(present) - failed,
+            "failed": failed,
+            "missing": len(wanted - {j.key for j in present}),
+        }
         cov["partial"] = cov["missing"] > 0 or bool(cov.get("dropped"))
         metrics = Metrics(
             **{**vars(self.metrics), "levels": levels, "overall": overall, "coverage": cov, "partial": cov["partial"]}

@@ -170,6 +170,7 @@ def test_a_second_task_adds_its_samples_to_the_same_run_folders(bench: Benchmark
     judged = analysis.load_runs([replies[0].folder], bench=bench)[0].judgments
     assert sorted(j.kind for j in judged) == ["api"] * 5 + ["response"] * 3
     assert [j.kind for j in replies[0].judgments] == ["response"] * 3 and replies[0].metrics.levels["1"].api_samples == 0
+    assert {k: replies[0].metrics.coverage[k] for k in ("expected", "answered", "missing")} == {"expected": 3, "answered": 3, "missing": 0}
     both = workbench.saved_runs(["oracle"], bench, [calls_only, replies_only])[0]
     assert sorted(j.kind for j in both.judgments) == ["api"] * 5 + ["response"] * 3
 

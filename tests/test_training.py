@@ -269,7 +269,7 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
         config = RunConfig(spec, levels=(1,), limit=2, max_tokens=24, tasks=("api",), out=str(tmp_path / spec.split(":")[0]))
         result = run(config, progress=False)
         metrics = score_run(result.path)
-        assert result.answered == 2 and metrics["levels"]["1"]["api_samples"] == 2
+        assert result.answered == 2 and metrics.levels["1"].api_samples == 2
         config_json = json.loads((result.path / "config.json").read_text())
         assert config_json["identity"]["model"]["adapter"] == str(adapter)
         assert config_json["identity"]["model"]["adapter_sha"] == adapter_digest(str(adapter))
