@@ -434,13 +434,12 @@ def cmd_score(args: argparse.Namespace) -> int:
 def _show_table(table: Any, args: argparse.Namespace) -> int:
     """Print a DataFrame as Markdown (or JSON records with ``--json``), saving it first with ``--save NAME``."""
     from apibank_lib.analysis import save_table
+    from apibank_lib.datasets import data_source
     from apibank_lib.paths import results_dir
-    from apibank_lib.reproduce import source_of
 
     if args.save:
         # The data source's own folder (results/bundled/, results/<release>/): one source never overwrites another's.
-        data = getattr(args, "data", None)
-        paths = save_table(table, args.save, results_dir(source_of(data) if data else None))
+        paths = save_table(table, args.save, results_dir(data_source(getattr(args, "data", None))))
         _warn(f"saved {paths['csv']} and {paths['md']}")
     if args.json:
         _print_json(json.loads(table.to_json(orient="records")))

@@ -52,12 +52,22 @@ __all__ = [
     "Benchmark",
     "load_benchmark",
     "default_data_root",
+    "data_source",
     "cut_samples",
     "cut_level3_samples",
     "needed_api",
     "statistics",
     "level_statistics",
 ]
+
+
+def data_source(root: str | Path | None) -> str:
+    """A data root's source name, for output folders, without loading it: ``bundled`` for the bundled benchmark
+    (or None), else the folder's name (an official release, or other data in the same layout)."""
+    if root is None:
+        return "bundled"
+    path = Path(root).resolve()
+    return "bundled" if path == default_data_root().resolve() else path.name
 
 
 def default_data_root() -> Path:
@@ -207,9 +217,8 @@ class Benchmark:
 
     @property
     def source(self) -> str:
-        """The data source's name, for output folders: ``bundled`` for the bundled benchmark, else the data
-        folder's name (an official release, or other data in the same layout)."""
-        return "bundled" if self.root.resolve() == default_data_root().resolve() else self.root.name
+        """The data source's name, for output folders (:func:`data_source`)."""
+        return data_source(self.root)
 
     def dialogues(self, level: int) -> list[Dialogue]:
         """The dialogues of level 1 or 2."""

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apibank_lib.datasets import data_source
 from apibank_lib.errors import ConfigError
 from apibank_lib.paths import NOTEBOOKS_DIR, figures_dir, results_dir, results_root, runs_dir
 
 __all__ = [
     "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "parse_param", "reproduce",
-    "source_of",
 ]
 
 INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b", "llamacpp:lynx-0.5b")
@@ -182,7 +182,7 @@ def reproduce(
         raise ConfigError(f"no numbered notebook matches {list(only)}")
     out = Path(output_dir) if output_dir is not None else results_root() / "notebooks"
     out.mkdir(parents=True, exist_ok=True)
-    source = "bundled" if data is None else source_of(data)
+    source = data_source(data)
     done = Reproduction(results=results_dir(source), figures=figures_dir(source))
     os.environ.setdefault("APIBANK_RUNS", str(runs_dir()))  # the kernels run in notebooks/: one runs folder for all
     for i, path in enumerate(chosen, start=1):
@@ -204,10 +204,3 @@ def reproduce(
             progress(f"[{i}/{len(chosen)}] {path.name} done in {done.seconds[path.name]:.0f} s")
     return done
 
-
-def source_of(data: str | Path) -> str:
-    """The data source's name of a data root (:attr:`apibank_lib.datasets.Benchmark.source`), without loading it."""
-    from apibank_lib.datasets import default_data_root
-
-    root = Path(data).resolve()
-    return "bundled" if root == default_data_root().resolve() else root.name

@@ -53,6 +53,7 @@ from apibank_lib.runs import (
     episodes_file,
     plan,
     plan_of,
+    same_episodes,
     sample_identity,
 )
 from apibank_lib.toolcalls import parse_tool_calls
@@ -196,14 +197,9 @@ def _older_folder(
             continue
         if "max_steps" not in info.identity or sample_identity(info.identity) != identity:
             continue
-        episodes = info.episode_set()
-        same_episodes = bool(
-            config.plans_episodes()
-            and episodes
-            and {k: episodes[k] for k in ("max_steps", "retriever")} == config.episode_identity()
-        )
+        matching = config.plans_episodes() and same_episodes(info.episode_set(), config)
         held = older.read_predictions().records
-        found.append((not same_episodes, -len(wanted & set(held)), -len(held), path.name, older))
+        found.append((not matching, -len(wanted & set(held)), -len(held), path.name, older))
     return min(found, key=lambda f: f[:4])[4] if found else None
 
 
@@ -212,9 +208,9 @@ def _episodes_entry(config: RunConfig, before: RunInfo | None) -> dict[str, Any]
     current = before.episode_set() if before is not None else None
     if not config.plans_episodes():
         return before.episodes if before is not None else None
-    wanted = config.episode_identity()
-    if current is not None and {k: current[k] for k in ("max_steps", "retriever")} == wanted:
+    if same_episodes(current, config):
         return current
+    wanted = config.episode_identity()
     if current is not None:
         warnings.warn(
             f"the folder's episodes ran with {current['max_steps']} steps and {current['retriever']!r}; episodes with "

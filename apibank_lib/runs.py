@@ -63,6 +63,7 @@ __all__ = [
     "default_runs_dir",
     "EPISODE_KEYS",
     "episodes_file",
+    "same_episodes",
     "sample_identity",
 ]
 
@@ -73,6 +74,23 @@ PREDICTIONS_FILE = "predictions.jsonl"
 EPISODE_KEYS = ("max_steps", "retriever")
 """Identity entries that change only agent episodes; folders written before episodes had files of their own hold
 them in their identity."""
+
+
+def _known_fields(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    """The values of ``d`` the dataclass ``cls`` has fields for (unknown keys are ignored, so older files still
+    load)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+def _asks_for_episodes(levels: Sequence[int], level3: str) -> bool:
+    """Whether a plan with these levels and level-3 mode asks for agent episodes."""
+    return 3 in levels and level3 != "steps"
+
+
+def same_episodes(episode_set: dict[str, Any] | None, config: RunConfig) -> bool:
+    """Whether a folder's episodes (:meth:`RunInfo.episode_set`) ran with the settings ``config`` asks episodes of."""
+    return episode_set is not None and {k: episode_set[k] for k in EPISODE_KEYS} == config.episode_identity()
 
 
 def sample_identity(identity: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +232,7 @@ class RunConfig:
 
     def plans_episodes(self) -> bool:
         """Whether these settings ask for level-3 agent episodes."""
-        return 3 in self.levels and self.level3 != "steps"
+        return _asks_for_episodes(self.levels, self.level3)
 
     def episode_identity(self) -> dict[str, Any]:
         """What, beside the folder's identity, changes an agent episode: the step limit and the retriever whose
@@ -273,7 +291,7 @@ class RunInfo:
             return dict(self.episodes)
         if "max_steps" not in self.identity:
             return None
-        if not any(3 in p["levels"] and p["level3"] != "steps" for p in self.all_plans()):
+        if not any(_asks_for_episodes(p["levels"], p["level3"]) for p in self.all_plans()):
             return None
         return {
             "max_steps": self.identity["max_steps"],
@@ -341,9 +359,7 @@ class _ItemRecord:
 
     @classmethod
     def _known(cls, d: dict[str, Any]) -> dict[str, Any]:
-        """The values of ``d`` this record has fields for (unknown keys are ignored, so older files still load)."""
-        names = {f.name for f in fields(cls)}
-        return {k: v for k, v in d.items() if k in names}
+        return _known_fields(cls, d)
 
 
 @dataclass
@@ -528,9 +544,8 @@ class LevelMetrics:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LevelMetrics:
-        """Read the JSON form (unknown keys are ignored; keys a older file lacks take their defaults)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        """Read the JSON form (unknown keys are ignored; keys an older file lacks take their defaults)."""
+        return cls(**_known_fields(cls, d))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form; the episode and note entries only where they apply."""

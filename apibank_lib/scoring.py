@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 import warnings
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -294,7 +294,7 @@ def score_run(
             raise ConfigError(f"the run's data is no longer at {root}; give its new place with --data")
         bench = load_benchmark(root)
     check_data(folder, info, bench)
-    ran_with = (info.episode_set() or {}).get("retriever") if info.episodes else info.identity.get("retriever")
+    ran_with = (info.episodes or {}).get("retriever") or info.identity.get("retriever")  # what episodes searched with
     if retriever is not None and ran_with is not None and retriever != ran_with:
         raise ConfigError(
             f"the run's level-3 episodes searched with {ran_with!r}; grading them with {retriever!r} would judge "
@@ -366,9 +366,7 @@ class ScoredRun:
             "missing": len(wanted - {j.key for j in present}),
         }
         cov["partial"] = cov["missing"] > 0 or bool(cov.get("dropped"))
-        metrics = Metrics(
-            **{**vars(self.metrics), "levels": levels, "overall": overall, "coverage": cov, "partial": cov["partial"]}
-        )
+        metrics = replace(self.metrics, levels=levels, overall=overall, coverage=cov, partial=cov["partial"])
         return ScoredRun(self.folder, self.info, metrics, judgments, excluded)
 
     @cached_property

@@ -19,7 +19,7 @@ from apibank_lib.grading import Grader
 from apibank_lib.paths import runs_dir
 from apibank_lib.protocols import PROTOCOLS, V2
 from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder, plan
+from apibank_lib.runs import RunConfig, RunFolder, plan, same_episodes
 from apibank_lib.sandbox import json_copy
 from apibank_lib.scoring import ScoredRun, scored
 from apibank_lib.search import default_searcher
@@ -177,9 +177,7 @@ def saved_runs(
                     f"{model}: no run with these settings in {folder.path.parent} ({folder.path.name}); {hint}"
                 )
             episodes = folder.read_info().episode_set()
-            if config.plans_episodes() and (
-                episodes is None or {k: episodes[k] for k in ("max_steps", "retriever")} != config.episode_identity()
-            ):
+            if config.plans_episodes() and not same_episodes(episodes, config):
                 ran = "no episodes" if episodes is None else f"episodes of {episodes['max_steps']} steps with {episodes['retriever']!r}"
                 wanted = config.episode_identity()
                 raise ConfigError(
