@@ -12,8 +12,9 @@ setup: $(STAMP)
 
 # llama.cpp is compiled for the CPU features /proc/cpuinfo lists, AMX left out, instead of -march=native: some
 # virtual machines advertise AMX tiles that their kernel does not enable, and a native build then dies with
-# SIGILL at the first matrix product. The wheel is built once per feature set into .whl/ (pip's own cache
-# would hand back a native build).
+# SIGILL at the first matrix product. The wheel is built once per feature set into a cache outside the clone
+# (WHEEL_CACHE), so that a fresh clone on the same machine does not compile it again (pip's own cache would hand
+# back a native build).
 LLAMA_VERSION := 0.3.36
 CPU_FLAGS     := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
 has            = $(filter $(1),$(CPU_FLAGS))
@@ -24,7 +25,8 @@ LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGM
 	$(if $(call has,avx512vbmi),-DGGML_AVX512_VBMI=ON) \
 	$(if $(call has,avx512_vnni),-DGGML_AVX512_VNNI=ON) \
 	$(if $(call has,avx512_bf16),-DGGML_AVX512_BF16=ON)
-LLAMA_WHEELS  := .whl/llama-$(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
+WHEEL_CACHE   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/apibank_lib/wheels
+LLAMA_WHEELS  := $(WHEEL_CACHE)/llama-$(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
 
 # torch first, pinned to the CPU build that lies on disk here: anything that pulls torch
 # unpinned would otherwise download a multi-GB CUDA build.

@@ -613,7 +613,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from apibank_lib.reproduce import parse_param, reproduce
 
     done = reproduce(
-        profile="full" if args.full else "quick",
+        profile="full" if args.full else args.profile,
         data=args.data,
         protocol=args.protocol,
         models=args.models,
@@ -648,6 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     from apibank_lib.backends.base import MODEL_PROMPT_MODES
     from apibank_lib.chat import TOOL_CHOICES
     from apibank_lib.protocols import PROTOCOLS, V2
+    from apibank_lib.reproduce import PROFILES
     from apibank_lib.retrievers import RETRIEVERS
 
     protocols = list(PROTOCOLS)
@@ -815,8 +816,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_retrieval)
 
     p = sub.add_parser("reproduce", help="execute every numbered notebook with papermill: all tables and figures")
-    p.add_argument("--full", action="store_true", help="every sample for every model (default: a quick profile)")
-    p.add_argument("--models", nargs="+", default=None, help="models to run (default: oracle, no-call, heuristic, Gemma)")
+    p.add_argument(
+        "--profile", choices=list(PROFILES), default="quick",
+        help="quick: reference backends and the 0.5B instruct model (about 20 min); standard: every default model, "
+        "the committed results; full: every sample of every model",
+    )
+    p.add_argument("--full", action="store_true", help="the same as --profile full")
+    p.add_argument("--models", nargs="+", default=None, help="models to run (default: the profile's)")
     p.add_argument("--data", default=None, help="an official release instead of the bundled benchmark")
     p.add_argument("--protocol", choices=protocols, default=None)
     p.add_argument("--only", nargs="+", default=None, metavar="NN", help="only these notebooks, by number (e.g. 00 03)")

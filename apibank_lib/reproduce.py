@@ -3,8 +3,8 @@
 The committed notebooks (``notebooks/00_*.ipynb`` ... ``07_*.ipynb``) keep small
 default parameters, so that the test command can execute them quickly (nbval).
 :func:`reproduce` runs them with the parameters of a profile instead (``quick``,
-the default, sized for a 2-core machine; ``full``, every sample for every
-model), writes the executed copies under ``<results>/notebooks/`` (never over
+the default, the reference backends and the small instruct model within about 20 minutes on a 2-core machine;
+``standard``, every default model, the committed results; ``full``, every sample for every model), writes the executed copies under ``<results>/notebooks/`` (never over
 the committed ones), and returns where the tables and figures are.
 """
 
@@ -22,7 +22,7 @@ from apibank_lib.errors import ConfigError
 from apibank_lib.paths import NOTEBOOKS_DIR, figures_dir, results_dir, results_root, runs_dir
 
 __all__ = [
-    "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "Reproduction", "notebooks", "parse_param", "reproduce",
+    "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "QUICK_MODELS", "Reproduction", "notebooks", "parse_param", "reproduce",
 ]
 
 INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b", "llamacpp:lynx-0.5b")
@@ -33,12 +33,31 @@ DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m", "ll
 """The models the notebooks run by default: three reference backends, the embedded base model and its fine-tuned
 small Lynx, the two embedded instruct models, and the small Lynx v2 on the smaller one."""
 
+QUICK_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:qwen2.5-coder-0.5b")
+"""The quick profile's models: the reference backends and the smaller embedded instruct model."""
+
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
+        # `make reproduce` from a fresh clone within about 20 minutes on 2 cores: the reference backends on every
+        # sample (they cost nothing), and the 0.5B instruct model on the first 60 API-call samples of each level (an
+        # interval's worth, about 3 s each), 5 replies per level and 4 agent episodes. Notebook 05 trains nothing
+        # and answers 10 level-1 API-call samples per adapter. The other models' rows come from `standard`.
+        "MODELS": list(QUICK_MODELS),
         "LIMIT": None,
-        # 110 samples per level hold at least 62 API-call samples at every level (enough for an interval), and
-        # every level-3 episode; the 1.5B answers about 1.5 times as slowly and gets the base model's 20 (its full
-        # figures come from `apibank run`, see the README).
+        "KIND_LIMITS": {"response": 5, "episodes": 4},
+        "MODEL_LIMITS": {"llamacpp:qwen2.5-coder-0.5b": 60},
+        "MAX_STEPS": 12,
+        "N_BOOT": 2000,
+        "CALL_LIMIT": 10,
+        "REPLY_LIMIT": 3,
+    },
+    "standard": {
+        # The committed results (results/bundled/): every default model, sized for 2 cores (about 90 minutes of
+        # model time, and 3 hours more for notebook 05's three adapters on all 509 level-1 API-call samples). 110
+        # samples per level hold at least 62 API-call samples at every level, and every level-3 episode; the 1.5B
+        # answers about 1.5 times as slowly and gets the base model's 20.
+        "LIMIT": None,
+        "KIND_LIMITS": {},
         "MODEL_LIMITS": {
             "llamacpp:gemma-3-270m": 20,
             "llamacpp:lynx-270m": 20,
@@ -48,12 +67,16 @@ PROFILES: dict[str, dict[str, Any]] = {
         },
         "MAX_STEPS": 12,
         "N_BOOT": 2000,
-        "CALL_LIMIT": 40,
-        "REPLY_LIMIT": 40,
+        "CALL_LIMIT": None,
+        "REPLY_LIMIT": 100,
     },
-    "full": {"LIMIT": None, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None, "REPLY_LIMIT": None},
+    "full": {
+        "LIMIT": None, "KIND_LIMITS": {}, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None,
+        "REPLY_LIMIT": None,
+    },
 }
-"""Parameters each profile gives every notebook (a notebook ignores those it does not declare).
+"""Parameters each profile gives every notebook (a notebook ignores those it does not declare); ``MODELS``, where a
+profile names them, replaces :data:`DEFAULT_MODELS`.
 
 Twelve agent steps (``apibank run``'s default, so that a profile's runs and the command's share their folders)
 let every level-3 item of the bundled data finish (at most 8 gold steps, then the answer)."""
@@ -98,15 +121,15 @@ def _declared(path: Path) -> set[str]:
     return names
 
 
-def _available_defaults(progress: Callable[[str], None] | None) -> list[str]:
-    """:data:`DEFAULT_MODELS` less the instruct models whose optional packages are not installed (said, not failed)."""
+def _available_defaults(progress: Callable[[str], None] | None, candidates: Sequence[str] = DEFAULT_MODELS) -> list[str]:
+    """``candidates`` less the instruct models whose optional packages are not installed (said, not failed)."""
     from apibank_lib.packaged_models import PACKAGED_MODELS, model_status
 
     usable = {row["name"] for row in model_status() if row["installed"] or row["assembled"]}
     chosen = []
     from apibank_lib.training.shipped import SHIPPED
 
-    for spec in DEFAULT_MODELS:
+    for spec in candidates:
         name = spec.split(":", 1)[1] if spec in INSTRUCT_MODELS else None
         name = SHIPPED[name][0] if name in SHIPPED else name  # an adapter needs its base model's packages
         if name is not None and name not in usable:
@@ -151,11 +174,11 @@ def reproduce(
     """Execute the numbered notebooks in order with papermill.
 
     Args:
-        profile: ``quick`` or ``full`` (see :data:`PROFILES`).
+        profile: ``quick``, ``standard`` or ``full`` (see :data:`PROFILES`).
         data: a benchmark root (an official release) instead of the bundled data.
         protocol: ``v2`` or ``paper`` (the notebooks' default otherwise).
-        models: the models to run (default: :data:`DEFAULT_MODELS`, less the instruct models whose optional
-            packages are not installed).
+        models: the models to run (default: the profile's, else :data:`DEFAULT_MODELS`, less the instruct models
+            whose optional packages are not installed).
         only: run only the notebooks whose names start with these prefixes (e.g. ``["00", "03"]``).
         params: parameters that replace the profile's (or add to them), given to each notebook that declares them
             (e.g. ``{"CALL_LIMIT": None}``: notebooks 04 and 05 on every level-1 API-call sample, the rest quick).
@@ -171,7 +194,7 @@ def reproduce(
     if profile not in PROFILES:
         raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     given_params: dict[str, Any] = dict(PROFILES[profile])
-    given_params["MODELS"] = list(models) if models else _available_defaults(progress)
+    given_params["MODELS"] = list(models) if models else _available_defaults(progress, given_params.get("MODELS", DEFAULT_MODELS))
     if data is not None:
         given_params["DATA"] = str(Path(data).resolve())
     if protocol is not None:

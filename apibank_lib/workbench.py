@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "KINDS",
     "RunSettings",
     "run_models",
     "tools_table",
@@ -44,6 +45,10 @@ __all__ = [
 
 
 
+KINDS = ("api", "response", "episodes")
+"""What a limit can count: teacher-forced API-call samples, reply samples, and level-3 agent episodes."""
+
+
 @dataclass
 class RunSettings:
     """How the notebooks run models: one object for :func:`run_models` and :func:`saved_runs`, so that a notebook
@@ -53,17 +58,22 @@ class RunSettings:
         protocol: the grading protocol's name.
         levels: which levels.
         limit: at most this many samples (and level-3 episodes) per level; None for all.
-        model_limits: a smaller limit for some models (e.g. a slow embedded model), by model spec.
+        kind_limits: a limit of its own for some kinds (``api``, ``response``, ``episodes``), e.g.
+            ``{"response": 5, "episodes": 4}``: sixty API-call samples cost minutes, and replies and whole
+            episodes need not come in the same number; kinds not named take ``limit``.
+        model_limits: a cap for some models (e.g. a slow embedded model), by model spec: no kind of theirs
+            exceeds it.
         level3: ``steps``, ``loop`` or ``both``.
         max_steps: agent-loop step limit (part of the episodes' identity only).
         options: backend options per model spec.
         runs_dir: where the runs go (default :func:`apibank_lib.paths.runs_dir`).
-        tasks: ``api`` and/or ``response`` samples; ``limit`` counts the samples of these tasks.
+        tasks: ``api`` and/or ``response`` samples.
     """
 
     protocol: str = V2.name
     levels: Sequence[int] = (1, 2, 3)
     limit: int | None = None
+    kind_limits: Mapping[str, int | None] = field(default_factory=dict)
     model_limits: Mapping[str, int] = field(default_factory=dict)
     level3: str = "both"
     max_steps: int = 12
@@ -71,20 +81,40 @@ class RunSettings:
     runs_dir: str | Path | None = None
     tasks: Sequence[str] = ("api", "response")
 
-    def config(self, model: str, bench: Benchmark) -> RunConfig:
-        """One model's run settings."""
-        return RunConfig(
-            model,
-            levels=tuple(self.levels),
-            protocol=self.protocol,
-            data=str(bench.root),
-            limit=(self.model_limits or {}).get(model, self.limit),
-            level3=self.level3,
-            max_steps=self.max_steps,
-            tasks=tuple(self.tasks),
-            backend_options=dict((self.options or {}).get(model, {})),
-            runs_dir=str(runs_dir(self.runs_dir)),
-        )
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.kind_limits or {}) - set(KINDS))
+        if unknown:
+            raise ConfigError(f"kind_limits: unknown kind {unknown[0]!r}; choose among {', '.join(KINDS)}")
+
+    def limit_of(self, model: str, kind: str) -> int | None:
+        """How many of one kind a model answers per level: the kind's limit (else ``limit``), capped by the
+        model's."""
+        limit = (self.kind_limits or {}).get(kind, self.limit)
+        cap = (self.model_limits or {}).get(model)
+        if cap is None:
+            return limit
+        return cap if limit is None else min(limit, cap)
+
+    def configs(self, model: str, bench: Benchmark) -> list[RunConfig]:
+        """One model's run settings: one config when every kind has the same limit, else one per limit (they
+        share the model's run folder, whose plan keeps what each asked for)."""
+        wanted = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
+        limits = {k: self.limit_of(model, k) for k in wanted}
+        base = {
+            "protocol": self.protocol, "data": str(bench.root), "max_steps": self.max_steps,
+            "backend_options": dict((self.options or {}).get(model, {})), "runs_dir": str(runs_dir(self.runs_dir)),
+        }
+        if len(set(limits.values())) <= 1:
+            limit = next(iter(limits.values()), self.limit)
+            return [RunConfig(model, levels=tuple(self.levels), limit=limit, level3=self.level3, tasks=tuple(self.tasks), **base)]
+        teacher_levels = tuple(lv for lv in self.levels if lv != 3 or self.level3 in ("steps", "both"))
+        configs = []
+        for kind, limit in limits.items():
+            if kind == "episodes":
+                configs.append(RunConfig(model, levels=(3,), limit=limit, level3="loop", tasks=tuple(self.tasks), **base))
+            elif teacher_levels:
+                configs.append(RunConfig(model, levels=teacher_levels, limit=limit, level3="steps", tasks=(kind,), **base))
+        return configs
 
 
 def _settings_list(settings: RunSettings | Sequence[RunSettings] | None) -> list[RunSettings]:
@@ -126,8 +156,7 @@ def run_models(
     for model in models:
         keys: list[str] = []
         answered = False
-        for one in every:
-            config = one.config(model, bench)
+        for config in (c for one in every for c in one.configs(model, bench)):
             start = time.perf_counter()
             result = run(config, bench=bench, progress=progress)
             answered = answered or bool(result.answered or result.failed)
@@ -168,8 +197,7 @@ def saved_runs(
     runs = []
     for model in models:
         keys: list[str] = []
-        for one in _settings_list(settings):
-            config = one.config(model, bench)
+        for config in (c for one in _settings_list(settings) for c in one.configs(model, bench)):
             folder, _ = locate_run(config, bench, load_backend(config.model, **config.backend_options))
             hint = "run notebook 02 (or workbench.run_models) with the same parameters first"
             if not folder.exists():

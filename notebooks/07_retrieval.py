@@ -36,6 +36,7 @@ DATA = None  # the bundled benchmark; or the root of an official API-Bank releas
 RETRIEVERS = ["embedding", "embedding-norm", "bm25", "fields", "hybrid", "enriched"]
 MODELS = ["oracle", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m"]  # run on levels 2 and 3, teacher-forced
 LIMIT = 10  # samples per level; None for all
+KIND_LIMITS = {}  # a limit of its own for "api" or "response" samples; kinds not named take LIMIT
 MODEL_LIMITS = {"llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2}
 N_BOOT = 200
 SEED = 0
@@ -158,7 +159,7 @@ for _, row in gold[gold.retriever == PAPER.retriever].iterrows():
 
 # %%
 settings = workbench.RunSettings(
-    protocol=V2.name, levels=[2, 3], limit=LIMIT, model_limits=MODEL_LIMITS, level3="steps", runs_dir=RUNS_DIR
+    protocol=V2.name, levels=[2, 3], limit=LIMIT, kind_limits=KIND_LIMITS, model_limits=MODEL_LIMITS, level3="steps", runs_dir=RUNS_DIR
 )
 folders, summary = workbench.run_models(MODELS, bench, settings, progress=False)
 accuracy = retrieval.accuracy_by_retriever(bench, folders, RETRIEVERS, n_boot=N_BOOT, seed=SEED)

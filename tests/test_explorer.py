@@ -213,3 +213,25 @@ def test_the_notebook_runs_headlessly(tmp_path: Path, monkeypatch: pytest.Monkey
     assert not [o for c in cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert any(WIDGET_VIEW in o.get("data", {}) for o in cells[-1].outputs)
     assert len([p for p in (tmp_path / "runs").iterdir() if RunFolder(p).judgments_path.is_file()]) == 2
+
+
+def test_kind_limits_split_a_models_settings_and_its_cap_bounds_each(bench: Benchmark, tmp_path: Path) -> None:
+    settings = workbench.RunSettings(
+        limit=None, kind_limits={"response": 2, "episodes": 1}, model_limits={"oracle": 6}, runs_dir=tmp_path
+    )
+    assert [settings.limit_of("oracle", k) for k in workbench.KINDS] == [6, 2, 1]
+    assert [settings.limit_of("no-call", k) for k in workbench.KINDS] == [None, 2, 1]
+    configs = settings.configs("oracle", bench)
+    assert [(c.levels, c.tasks, c.level3, c.limit) for c in configs] == [
+        ((1, 2, 3), ("api",), "steps", 6), ((1, 2, 3), ("response",), "steps", 2), ((3,), ("api", "response"), "loop", 1),
+    ]
+    runs, summary = workbench.run_models(["oracle"], bench, settings, progress=False)
+    assert len(set(summary["run folder"])) == 1  # one folder holds all three plans
+    kinds = [(j.level, j.kind) for j in runs[0].judgments]
+    assert [kinds.count((lv, "api")) for lv in (1, 2, 3)] == [6, 6, 6]
+    assert [kinds.count((lv, "response")) for lv in (1, 2, 3)] == [2, 2, 2]
+    assert sum(1 for j in runs[0].judgments if j.kind == "episode") == 1
+    # One limit for every kind: one config, as before kinds had limits of their own.
+    assert len(workbench.RunSettings(limit=4, model_limits={"oracle": 6}).configs("oracle", bench)) == 1
+    with pytest.raises(ConfigError, match="unknown kind 'replies'"):
+        workbench.RunSettings(kind_limits={"replies": 3})

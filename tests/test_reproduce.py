@@ -14,15 +14,23 @@ from apibank_lib.reproduce import DEFAULT_MODELS, INSTRUCT_MODELS, PROFILES
 def test_every_limited_model_is_a_default_model() -> None:
     for profile in PROFILES.values():
         assert set(profile["MODEL_LIMITS"]) <= set(DEFAULT_MODELS)
+        assert set(profile.get("MODELS", DEFAULT_MODELS)) <= set(DEFAULT_MODELS)
 
 
-def test_the_quick_profile_gives_the_small_instruct_model_sixty_api_samples_per_level() -> None:
+@pytest.mark.parametrize("name", ["quick", "standard"])
+def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level(name: str) -> None:
     # The issue's bar: an interval over at least 60 API-call samples at each level.
+    from apibank_lib import workbench
+    from apibank_lib.runs import plan
+
     bench = load_benchmark()
-    cap = PROFILES["quick"]["MODEL_LIMITS"]["llamacpp:qwen2.5-coder-0.5b"]
+    profile = PROFILES[name]
+    model = "llamacpp:qwen2.5-coder-0.5b"
+    assert model in profile.get("MODELS", DEFAULT_MODELS)
+    settings = workbench.RunSettings(limit=profile["LIMIT"], kind_limits=profile["KIND_LIMITS"], model_limits=profile["MODEL_LIMITS"])
+    items = [item for config in settings.configs(model, bench) for item in plan(bench, config)]
     for level in (1, 2, 3):
-        first = bench.samples(level)[:cap]
-        assert sum(s.kind == "api" for s in first) >= 60, level
+        assert sum(item.level == level and item.kind == "api" for item in items) >= 60, level
 
 
 def test_the_profiles_share_the_commands_step_limit() -> None:
@@ -84,7 +92,7 @@ def test_params_replace_the_profiles_in_the_notebooks_that_declare_them(tmp_path
     assert printed == ["None 7", "'absent' 7"]
 
 
-# --- the quick profile's run folders: each teacher-forced sample answered once per model ---------------------------
+# --- a profile's run folders: each teacher-forced sample answered once per model ---------------------------
 
 SETTINGS_NAMES = ("settings",)
 """The names the notebooks give the run settings they pass to ``workbench.run_models`` or ``saved_runs``."""
@@ -130,22 +138,22 @@ def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str]
     return found
 
 
-def test_the_quick_profile_answers_each_teacher_forced_sample_once_per_model(tmp_path: Any) -> None:
+@pytest.mark.parametrize("profile", ["quick", "standard"])
+def test_a_profile_answers_each_teacher_forced_sample_once_per_model(tmp_path: Any, profile: str) -> None:
     from apibank_lib.backends import load_backend
     from apibank_lib.errors import ApibankError
     from apibank_lib.runner import locate_run
     from apibank_lib.runs import plan
 
     bench = load_benchmark()
-    given = {**PROFILES["quick"], "MODELS": list(DEFAULT_MODELS), "RUNS_DIR": str(tmp_path)}
+    given = {"MODELS": list(DEFAULT_MODELS), **PROFILES[profile], "RUNS_DIR": str(tmp_path)}
     folders: dict[tuple[str, str], set[str]] = {}  # (model, teacher-forced sample) -> the folders that plan it
     notebooks_of: dict[str, set[str]] = {}
     backends: dict[str, Any] = {}
     for name in ("02_run_models", "03_score", "04_error_taxonomy", "05_toolalpaca_comparison", "07_retrieval"):
         for models, settings in _notebook_settings(name, given):
             for model in models:
-                for one in settings:
-                    config = one.config(model, bench)
+                for config in (c for one in settings for c in one.configs(model, bench)):
                     if model not in backends:
                         try:
                             backends[model] = load_backend(config.model, **config.backend_options)
