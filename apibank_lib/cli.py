@@ -546,6 +546,7 @@ def cmd_check_train(args: argparse.Namespace) -> int:
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
+    from apibank_lib.synthesis.single import run_single_agent
 
     config = SynthesisConfig(
         backend=args.model,
@@ -556,8 +557,14 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         max_tokens=args.max_tokens,
+        form=args.form,
+        temperature=args.temperature,
+        apart_from=args.apart_from or (),
     )
-    report = run_pipeline(config)
+    if args.single_agent is not None:
+        report = run_single_agent(config, examples=args.single_agent, token_budget=args.token_budget)
+    else:
+        report = run_pipeline(config)
     if args.json:
         out = report.counts()
         out["rejections"] = [{"stage": r.stage, "key": r.key, "reason": r.reason, "message": r.message} for r in report.rejections]
@@ -877,6 +884,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (backends that allow it)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=1536)
+    p.add_argument(
+        "--form", choices=["json", "yaml"], default=None,
+        help="how the agents answer: json (constrained by each stage's schema) or yaml; default json where the backend "
+        "constrains output (llama.cpp, OpenAI-compatible servers)",
+    )
+    p.add_argument(
+        "--single-agent", type=int, default=None, metavar="N",
+        help="the baseline instead: one agent writes N whole examples (domain, APIs, dialogue), judged by the same tester",
+    )
+    p.add_argument("--token-budget", type=int, default=None, help="with --single-agent: stop once this many tokens are spent")
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of every answer (0: greedy)")
+    p.add_argument(
+        "--apart-from", nargs="+", default=None, metavar="CORPUS",
+        help="corpus files or folders to stay apart from as from the evaluation (their APIs, requests and domains), "
+        "e.g. data/train/corpus",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_synthesize)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from apibank_lib.errors import ConfigError
 
-__all__ = ["Interval", "PairedComparison", "bootstrap_mean", "paired_comparison", "N_BOOT", "SEED"]
+__all__ = ["Interval", "PairedComparison", "bootstrap_mean", "paired_comparison", "N_BOOT", "SEED", "wilson_interval"]
 
 N_BOOT = 2000
 """Bootstrap replicates by default."""
@@ -173,3 +173,20 @@ def paired_comparison(
         stats = np.abs(signs @ diff_sums) / total
         p_value = float((1 + np.sum(stats >= abs(observed) - tolerance)) / (n_perm + 1))
     return PairedComparison(observed, low, high, p_value, level, int(total), len(diff_sums), exact)
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (``successes`` of ``n``); (0, 0) for ``n == 0``.
+
+    Used for rates over independent items (a synthesis method's usable rate), where a bootstrap over a few dozen
+    yes/no items would be coarse; it stays inside [0, 1] and is sensible at 0 and n.
+    """
+    if n <= 0:
+        return 0.0, 0.0
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

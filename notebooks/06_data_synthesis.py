@@ -18,39 +18,50 @@
 #
 # The paper's five agents, run by the pipeline of `apibank_lib.synthesis` with any backend: (1) domains, (2) APIs
 # per domain, (3) an ability, the APIs and a user request, (4) the dialogue with calls, simulated results and replies,
-# (5) the tester, which accepts or rejects each dialogue with a reason. Every answer is kept in the output folder, so
-# a run resumes where it stopped. By default the embedded Gemma 3 270M *base* model drives it on a tiny count: it is
-# a base model of 270M parameters, and most of what it writes fails the parsers or the tester; the table says where.
-# Real synthesis needs a capable model behind an OpenAI-compatible endpoint (`BACKEND = "openai:<model>@<url>"`).
-# Below it, the statistics of our training corpus (written by the team through the same five stages) beside the
-# paper's training set.
+# (5) the tester, which accepts or rejects each dialogue with a reason. Every answer is kept in the output folder with
+# its prompt, so a run resumes where it stopped and any rejection can be audited. With a backend that constrains its
+# output (llama.cpp, an OpenAI-compatible server), each agent answers one JSON object under its stage's JSON Schema:
+# the request agent may only name the domain's APIs, the dialogue agent's calls only the chosen APIs and their
+# parameters. Beside it, the paper's baseline: a single agent asked for a whole example at once, under the same data
+# standards, model, tester and corpus format.
+#
+# By default the embedded instruct model Qwen2.5-Coder-0.5B drives both on a tiny count (a minute or two on 2 cores).
+# Below them, the records of the full generation that made our model-made corpus (`data/train/synthesized/`, made by
+# `apibank synthesize`, see the data card there), and the statistics of both training corpora beside the paper's.
 
 # %%
 import tempfile
 from pathlib import Path
 from apibank_lib import analysis
 from apibank_lib.formats.train_corpus import default_corpus_dir
+from apibank_lib.paths import DATA_DIR
+from apibank_lib.synthesis import records
 from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
+from apibank_lib.synthesis.single import run_single_agent
 from apibank_lib.synthesis.tester import check_corpus
 
 # %% tags=["parameters"]
-BACKEND = "llamacpp:gemma-3-270m"  # or openai:<model>@<base_url>
-N_DOMAINS = 2
+BACKEND = "llamacpp:qwen2.5-coder-0.5b"  # or openai:<model>@<base_url>
+N_DOMAINS = 1
 APIS_PER_DOMAIN = 3
-DIALOGUES_PER_DOMAIN = 2
-MAX_TOKENS = 256
+DIALOGUES_PER_DOMAIN = 1
+SINGLE_EXAMPLES = 1  # whole examples asked of the single agent
+MAX_TOKENS = 1024
+FORM = None  # "json" (schema-constrained) or "yaml"; None: json where the backend constrains output
 CONCURRENCY = 1
 SEED = 0
 OUT = None  # the synthesis folder (resumable); None: a temporary one
-CORPUS = None  # the corpus to describe; None: data/train/corpus
+RECORDS = None  # the full generation's folders (multi-agent/, single-agent/); None: data/train/synthesized
+CORPUS = None  # the hand-written corpus; None: data/train/corpus
 
 # %% [markdown]
 # ## The pipeline, stage by stage
 
 # %%
 out = Path(OUT) if OUT else Path(tempfile.mkdtemp(prefix="synthesis-"))
-config = SynthesisConfig(BACKEND, out, n_domains=N_DOMAINS, apis_per_domain=APIS_PER_DOMAIN,
-                         dialogues_per_domain=DIALOGUES_PER_DOMAIN, concurrency=CONCURRENCY, seed=SEED, max_tokens=MAX_TOKENS)
+config = SynthesisConfig(BACKEND, out / "multi-agent", n_domains=N_DOMAINS, apis_per_domain=APIS_PER_DOMAIN,
+                         dialogues_per_domain=DIALOGUES_PER_DOMAIN, concurrency=CONCURRENCY, seed=SEED,
+                         max_tokens=MAX_TOKENS, form=FORM)
 synthesis = run_pipeline(config)
 analysis.save_table(synthesis.table(), "synthesis_stages")
 synthesis.table()
@@ -59,9 +70,50 @@ synthesis.table()
 synthesis.rejections_table().head(20)
 
 # %% [markdown]
-# ## Our training corpus beside the paper's training set
+# ## The single agent, on the same model
+
+# %%
+single_config = SynthesisConfig(BACKEND, out / "single-agent", seed=SEED, max_tokens=MAX_TOKENS, form=FORM)
+single = run_single_agent(single_config, examples=SINGLE_EXAMPLES)
+single.table()
+
+# %% [markdown]
+# ## The full generation: stages, the two methods, and the cost of a dialogue
 #
-# Measured on the corpus with the tester (`apibank check-train`); the paper's figures are reported.
+# Read from the shipped generation records, without a model. The usable rate by the tester counts every answer
+# that was to hold a dialogue (an unparseable one is unusable); the manual review's rate, where a review sheet is
+# filled in, is over a seeded random sample of accepted dialogues, judged against the paper's data standards
+# (`records.REVIEW_STANDARDS`). Intervals are 95% Wilson intervals.
+
+# %%
+recorded = Path(RECORDS) if RECORDS else DATA_DIR / "train" / "synthesized"
+methods = {name: recorded / folder for name, folder in (("multi-agent", "multi-agent"), ("single agent", "single-agent"))}
+methods = {name: folder for name, folder in methods.items() if (folder / "report.json").is_file()}
+print(f"generation records in {recorded}: {', '.join(methods) or 'none'}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+generation = records.stage_table(methods["multi-agent"]) if "multi-agent" in methods else None
+if generation is not None:
+    analysis.save_table(generation, "synthesis_generation_stages")
+generation
+
+# %%
+# NBVAL_CHECK_OUTPUT
+comparison = records.method_comparison(methods) if methods else None
+if comparison is not None:
+    analysis.save_table(comparison, "synthesis_methods")
+comparison
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cost = records.cost_table(methods["multi-agent"]) if "multi-agent" in methods else None
+cost
+
+# %% [markdown]
+# ## Both training corpora beside the paper's training set
+#
+# Measured on each corpus with the tester (`apibank check-train`); the paper's figures are reported.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -73,3 +125,11 @@ corpus
 # %%
 # NBVAL_CHECK_OUTPUT
 report.table()
+
+# %%
+# NBVAL_CHECK_OUTPUT
+made = methods.get("multi-agent")
+model_made = analysis.training_statistics_table(check_corpus(made / "corpus")) if made is not None and (made / "corpus").is_dir() else None
+if model_made is not None:
+    analysis.save_table(model_made, "model_made_corpus_statistics")
+model_made

@@ -119,3 +119,25 @@ def test_the_small_lynx_v2_is_the_0_5b_with_its_adapter_in_chat_mode(
     score_run(out, bench=bench)
     assert len(RunFolder(out).read_judgments()) == 2
     assert RunFolder(out).read_info().identity["prompt_mode"] == "chat"
+
+
+def test_one_real_dialogue_goes_through_all_five_synthesis_stages(qwen: object, tmp_path: Path) -> None:
+    """The pipeline on the embedded model: each stage asked under its JSON schema, and the tester's verdict on the
+    dialogue recorded (accepted or not: the model decides that, the test does not)."""
+    import json
+
+    from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
+
+    config = SynthesisConfig(qwen, tmp_path, n_domains=1, apis_per_domain=3, dialogues_per_domain=1, max_tokens=768)  # type: ignore[arg-type]
+    report = run_pipeline(config)
+    stages = {row["stage"]: row for row in report.table().to_dict("records")}
+    assert [stages[s]["attempted"] for s in ("domains", "apis", "requests")] == [1, 1, 1], report.rejections
+    assert all(stages[s]["accepted"] == 1 for s in ("domains", "apis", "requests")), report.rejections
+    assert stages["dialogues"]["attempted"] == 1 and stages["dialogues"]["cpu_seconds"] > 0
+    journal = [json.loads(line) for line in (tmp_path / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert journal[0]["schema"] and json.loads(journal[0]["text"])  # the grammar gave a JSON object
+    if stages["dialogues"]["accepted"]:
+        verdicts = [json.loads(line) for line in (tmp_path / "tester.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(verdicts) == 1 and isinstance(verdicts[0]["ok"], bool)
+        assert len(report.accepted) <= int(verdicts[0]["ok"])  # the corpus-wide check may still drop it
+        assert verdicts[0]["ok"] or verdicts[0]["reason"]  # a rejection says why

@@ -540,14 +540,19 @@ def test_concurrency_gives_the_same_output_as_serial(tmp_path: Path, evaluation:
     serial = run_pipeline(_config(tmp_path / "serial", WorldBackend(), evaluation))
     parallel = run_pipeline(_config(tmp_path / "parallel", WorldBackend(delay_s=0.005), evaluation, concurrency=4))
     assert _corpus_texts(tmp_path / "parallel") == _corpus_texts(tmp_path / "serial")
-    assert parallel.table().equals(serial.table())
+    timings = ["cpu_seconds", "wall_seconds"]  # measured, not produced: they differ between any two runs
+    assert parallel.table().drop(columns=timings).equals(serial.table().drop(columns=timings))
 
 
 def test_the_same_seed_gives_the_same_corpus(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
     a = run_pipeline(_config(tmp_path / "a", WorldBackend(), evaluation, seed=3))
     b = run_pipeline(_config(tmp_path / "b", WorldBackend(), evaluation, seed=3))
     assert _corpus_texts(tmp_path / "a") == _corpus_texts(tmp_path / "b")
-    assert a.counts()["stages"] == b.counts()["stages"]
+    untimed = [{k: v for k, v in c.counts()["stages"].items()} for c in (a, b)]
+    for stages in untimed:
+        for row in stages.values():
+            row.pop("cpu_seconds"), row.pop("wall_seconds")  # measured, not produced
+    assert untimed[0] == untimed[1]
 
 
 def test_a_folder_made_with_other_settings_is_refused(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
@@ -685,7 +690,7 @@ def _one_api(**changes: Any) -> str:
     ("text", "kind", "words"),
     [
         ("- name: [unclosed", "yaml", "not valid YAML"),
-        ("name: FindKayakLessons\ndescription: x", "shape", "expected a YAML list"),
+        ("name: FindKayakLessons\ndescription: x", "shape", "expected a list of APIs"),
         ("- just a string", "shape", "API #1 is not a mapping"),
         (_one_api(endpoint="/lessons"), "shape", "unknown keys ['endpoint']"),
         (_one_api(description=None), "shape", "needs a name and a description"),
@@ -787,10 +792,10 @@ def test_parse_dialogue_output(kayak_schemas: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("entry", "text", "kind", "words"),
     [
-        (KAYAK[0], "- user: hi", "shape", "expected one YAML mapping"),
+        (KAYAK[0], "- user: hi", "shape", "expected one mapping"),
         (KAYAK[0], "ability: call\nturns: [{user: 'hi'}\n", "yaml", "not valid YAML"),
-        (KAYAK[0], KAYAK[2]["dialogue"], "value", "must be the request's call, not 'retrieve_call'"),
-        (KAYAK[0], "turns:\n  - user: hi", "value", "must be the request's call, not None"),
+        (KAYAK[0], KAYAK[2]["dialogue"], "value", "must be the asked call, not 'retrieve_call'"),
+        (KAYAK[0], "turns:\n  - user: hi", "value", "must be the asked call, not None"),
         (KAYAK[0], KAYAK[0]["dialogue"] + "\nrequirement: x", "shape", "unknown keys ['requirement']"),
         (KAYAK[0], "ability: call\nturns: []", "shape", "needs a turns list"),
         (
@@ -826,7 +831,7 @@ def test_prompts_are_chat_messages_and_completion_text_with_a_lead(kayak_schemas
     schemas = list(kayak_schemas.values())
     prompts = [
         domains_prompt(7),
-        apis_prompt("Kayak lessons", 6, refs, ["AddAlarm", "QueryStock"]),
+        apis_prompt("Kayak lessons", 6, refs),
         request_prompt("Kayak lessons", schemas, "retrieve_call", ["Book L-1 for me."]),
         dialogue_prompt("Kayak lessons", schemas[:2], _draft(KAYAK[4])),
     ]
@@ -1027,3 +1032,186 @@ def test_the_tester_rejects_duplicates(tmp_path: Path, evaluation: tuple[list[st
 def test_the_tester_accepts_retrieval_and_plans(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
     report = _judge_one(tmp_path, RETRIEVE + PLAN, evaluation)
     assert [d.id for d in report.accepted] == ["k-retrieve-1", "k-plan-1"], report.rejected
+
+
+# --- the JSON form: each stage's answer constrained by its schema ------------------------------------------------
+
+
+def _as_json(stage: str, text: str) -> str:
+    """A world answer (YAML, or the domains' lines) written as the JSON object the stage's schema asks for."""
+    body = text.split("```")[0]
+    if stage == "domains":
+        return json.dumps({"domains": [line for line in body.splitlines() if line.strip()]})
+    data = yaml.safe_load(body)
+    return json.dumps({"apis": data} if stage == "apis" else data)
+
+
+class JsonWorldBackend(WorldBackend):
+    """The world from a chat model that constrains its output: bare JSON objects, each checked against the schema
+    it was sent (as a grammar would guarantee)."""
+
+    constrains_json = True
+
+    def default_prompt_mode(self) -> str:
+        return "paper"
+
+    def complete(self, request: Request) -> Completion:
+        import jsonschema
+
+        out = super().complete(request)
+        stage, _ = _stage(request)
+        assert request.response_schema is not None, stage
+        out.text = _as_json(stage, out.text)
+        jsonschema.validate(json.loads(out.text), request.response_schema)
+        return out
+
+
+def test_the_json_form_writes_the_same_corpus_as_the_yaml_form(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    yaml_report = run_pipeline(_config(tmp_path / "yaml", WorldBackend(), evaluation))
+    backend = JsonWorldBackend()
+    json_report = run_pipeline(_config(tmp_path / "json", backend, evaluation))
+    assert len(json_report.accepted) == len(yaml_report.accepted) == 10
+    assert _corpus_texts(tmp_path / "json") == _corpus_texts(tmp_path / "yaml")
+    # Every request carried its stage's schema, and the prompts asked for JSON, not a YAML block.
+    assert len(backend.requests) == 1 + 2 + 10 + 10
+    assert all("```yaml\n" not in r.prompt.messages[-1]["content"].split("Answer with")[-1] for r in backend.requests)
+    identity = json.loads((tmp_path / "json" / "synthesis.json").read_text(encoding="utf-8"))
+    assert identity["form"] == "json" and "form" not in json.loads((tmp_path / "yaml" / "synthesis.json").read_text(encoding="utf-8"))
+    assert all(r["schema"] for r in _journal(tmp_path / "json", "dialogues"))
+
+
+def test_the_dialogue_schema_allows_only_the_chosen_apis_and_their_parameters() -> None:
+    import jsonschema
+
+    from apibank_lib.synthesis.schemas import dialogue_schema
+
+    schemas = {s.name: s for s in parse_apis(KAYAK_APIS)}
+    schema = dialogue_schema("retrieve_call", [schemas["BookKayakLesson"]])
+    good = yaml.safe_load(KAYAK[2]["dialogue"])
+    jsonschema.validate(good, schema)
+    for bad_call in ("CancelKayakLesson(booking_ref='KB-1')", "BookKayakLesson(lesson='L-22')", 'BookKayakLesson(lesson_id="L-22")'):
+        bad = json.loads(json.dumps(good))
+        bad["turns"][2]["api"] = bad_call
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+def test_stage_timings_are_recorded_per_answer_and_summed_per_stage(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    report = run_pipeline(_config(tmp_path, WorldBackend(delay_s=0.01), evaluation))
+    rows = _journal(tmp_path, "dialogues")
+    assert all(r["wall_s"] >= 0.01 and r["cpu_s"] >= 0 for r in rows)
+    assert _row(report, "dialogues")["wall_seconds"] == pytest.approx(sum(r["wall_s"] for r in rows), abs=0.1)
+    again = run_pipeline(_config(tmp_path, WorldBackend(), evaluation))  # resumed: the recorded cost, not zero
+    assert _row(again, "dialogues")["wall_seconds"] == _row(report, "dialogues")["wall_seconds"]
+
+
+# --- the single-agent baseline -------------------------------------------------------------------------------------
+
+
+def _single_answer(request: Request, plan: dict[int, str]) -> str:
+    """The n-th example: ``plan[n]`` names a world domain to write it from (its first entry of the asked ability),
+    or holds a raw answer."""
+    _, user = _stage(request)
+    ability = re.search(r"dialogue of the ability (\w+),", user).group(1)  # type: ignore[union-attr]
+    n = _single_answer.count = getattr(_single_answer, "count", 0) + 1  # type: ignore[attr-defined]
+    what = plan.get(n, "Bakery orders")
+    if what not in WORLD:
+        return what
+    entry = next(e for e in WORLD[what] if e["ability"] == ability)
+    return json.dumps({"domain": what, "apis": yaml.safe_load(APIS[what]), "dialogue": yaml.safe_load(entry["dialogue"])})
+
+
+def test_the_single_agent_writes_whole_examples_judged_by_the_same_tester(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    from apibank_lib.synthesis.single import run_single_agent
+
+    _single_answer.count = 0  # type: ignore[attr-defined]
+    plan = {1: "Kayak lessons", 2: "Kayak lessons", 3: "{not json", 4: "Bakery orders"}
+    backend = ScriptedBackend(answer=lambda r: _single_answer(r, plan))
+    report = run_single_agent(_config(tmp_path, backend, evaluation, form="json"), examples=4)
+    table = report.table().set_index("stage")
+    assert list(table.index) == ["examples", "tester"]
+    assert table.loc["examples", "attempted"] == 4 and table.loc["examples", "accepted"] == 2
+    reasons = {r.key: r.message for r in report.rejections}
+    assert "was defined by an earlier example" in reasons["examples/2"]  # API names are unique in a corpus
+    assert "examples/3" in reasons
+    assert [d.domain for d in report.accepted] == ["Kayak lessons", "Bakery orders"]
+    assert check_corpus(tmp_path / "corpus", evaluation_names=evaluation[0], evaluation_requests=evaluation[1]).rejected == []
+    with pytest.raises(ConfigError, match="method differ"):  # the baseline and the pipeline never share a folder
+        run_pipeline(_config(tmp_path, WorldBackend(), evaluation, form="json"))
+
+
+def test_the_single_agent_stops_at_its_token_budget(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    from apibank_lib.synthesis.single import run_single_agent
+
+    _single_answer.count = 0  # type: ignore[attr-defined]
+    backend = ScriptedBackend(answer=lambda r: _single_answer(r, {}))
+    report = run_single_agent(_config(tmp_path, backend, evaluation, form="json"), examples=10, token_budget=1)
+    assert report.table().set_index("stage").loc["examples", "attempted"] == 1
+
+
+def test_a_corpus_to_stay_apart_from_gives_its_domains_apis_and_requests_away(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    earlier = tmp_path / "earlier"
+    run_pipeline(_config(earlier, WorldBackend(), evaluation))
+    bakery = earlier / "corpus" / "bakery_orders.yaml"
+    backend = WorldBackend()
+    report = run_pipeline(_config(tmp_path / "new", backend, evaluation, apart_from=[bakery]))
+    assert "and from these domains: Bakery orders" in backend.requests[0].prompt.messages[-1]["content"]
+    # The domains agent named it anyway (the world always does): it is dropped as taken, not asked for APIs.
+    assert {d.domain for d in report.accepted} == {"Kayak lessons"} and len(report.accepted) == 5
+    assert _row(report, "domains")["items"] == 1
+    identity = json.loads((tmp_path / "new" / "synthesis.json").read_text(encoding="utf-8"))
+    assert identity["apart_from"] == [str(bakery)]
+
+
+# --- finished folders read back: the comparison, reviews and costs --------------------------------------------------
+
+
+def test_finished_folders_give_the_method_comparison_and_review_rates(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    import csv
+
+    from apibank_lib.synthesis import records
+    from apibank_lib.synthesis.single import run_single_agent
+
+    multi = run_pipeline(_config(tmp_path / "multi", WorldBackend(), evaluation))
+    _single_answer.count = 0  # type: ignore[attr-defined]
+    backend = ScriptedBackend(answer=lambda r: _single_answer(r, {1: "Kayak lessons", 2: "{broken", 3: "Kayak lessons"}))
+    run_single_agent(_config(tmp_path / "single", backend, evaluation, form="json"), examples=4)
+    read = records.stage_table(tmp_path / "multi")
+    assert list(read["accepted"]) == list(multi.table()["accepted"])
+    sheet = records.review_sheet(tmp_path / "multi", n=4, seed=1)
+    with sheet.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 and {r["tester"] for r in rows} == {"accepted"}
+    assert records.review_sheet(tmp_path / "multi", n=2) == sheet and len(sheet.read_text().splitlines()) == 5  # kept
+    for row, verdict in zip(rows, ("yes", "yes", "no", "")):
+        row.update(usable=verdict, standard="results" if verdict == "no" else "", reviewer="session" if verdict else "")
+    with sheet.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=records.REVIEW_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    table = records.method_comparison({"multi-agent": tmp_path / "multi", "single agent": tmp_path / "single"}).set_index("method")
+    assert table.loc["multi-agent", "answers"] == 10 and table.loc["multi-agent", "usable (tester) %"] == 100.0
+    assert table.loc["multi-agent", "reviewed"] == 3 and table.loc["multi-agent", "usable (review) %"] == pytest.approx(66.7)
+    assert table.loc["multi-agent", "tester agrees %"] == pytest.approx(66.7) and table.loc["multi-agent", "reviewer"] == "session"
+    assert table.loc["single agent", "answers"] == 4 and table.loc["single agent", "accepted by tester"] == 2
+    assert table.loc["single agent", "tester low"] < 50 < table.loc["single agent", "tester high"]
+    costs = records.cost_table(tmp_path / "multi").set_index("measure")
+    assert costs.loc["accepted dialogues", "value"] == 10 and costs.loc["USD per hand-annotated dialogue (paper)", "source"] == "reported"
+
+
+def test_a_review_row_without_a_known_standard_is_refused_by_row(tmp_path: Path) -> None:
+    from apibank_lib.synthesis import records
+
+    sheet = tmp_path / "review.csv"
+    sheet.write_text("id,tester,usable,standard,note,reviewer\na-1,accepted,yes,,,r\nb-2,accepted,no,vibes,,r\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"row 3 \(b-2\): a 'no' names the standard"):
+        records.read_review(sheet)
+    sheet.write_text("id,tester,usable,standard,note,reviewer\na-1,accepted,maybe,,,r\n", encoding="utf-8")
+    with pytest.raises(DataError, match="usable must be yes or no"):
+        records.read_review(sheet)

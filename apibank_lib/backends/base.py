@@ -9,6 +9,7 @@ against the signature before a run starts, so ``--option foo=1`` or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -72,6 +73,11 @@ class Request:
         chat: the chat-mode prompt (messages and tools); set when ``prompt_mode`` is ``chat``.
         tool_choice: in chat mode, how an API-call sample asks for a call (:data:`apibank_lib.chat.TOOL_CHOICES`).
         step: in the level-3 agent loop, how many calls the episode has made.
+        response_schema: a JSON Schema the answer must follow (synthesis stages), for a backend whose
+            :attr:`Backend.constrains_json` is true: it constrains generation (a llama.cpp grammar; an
+            OpenAI-compatible server's ``response_format``). Evaluation never sets it.
+        temperature, seed: sampling for this request (synthesis, where greedy decoding repeats itself); None: the
+            backend's own decoding (greedy for local models), as in evaluation.
     """
 
     prompt: Prompt
@@ -83,6 +89,9 @@ class Request:
     chat: ChatPrompt | None = None
     tool_choice: str = "required"
     step: int = 0
+    response_schema: Mapping[str, Any] | None = None
+    temperature: float | None = None
+    seed: int | None = None
 
     @property
     def kind(self) -> str:
@@ -124,6 +133,7 @@ class Backend:
     Class attributes:
         kind: the name before ``:`` in a model spec (``llamacpp``, ``openai`` ...).
         concurrent: whether ``complete`` may be called from several threads at once.
+        constrains_json: whether ``complete`` honours :attr:`Request.response_schema` (JSON-constrained output).
         answer_options: constructor options that change answers (each kept as an
             attribute of the same name); they form the backend's part of a run's
             identity. Other options (server address, timeouts, retries, threads) do not.
@@ -135,6 +145,7 @@ class Backend:
 
     kind: ClassVar[str]
     concurrent: ClassVar[bool] = False
+    constrains_json: ClassVar[bool] = False
     answer_options: ClassVar[tuple[str, ...]] = ()
     default_target: ClassVar[str | None] = None
     name: str

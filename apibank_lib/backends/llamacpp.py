@@ -41,6 +41,10 @@ START_CTX = 4096
 """Context window a model starts with when none is given; it grows when a prompt needs more."""
 
 
+SAMPLING_TOP_K = 40
+"""Candidates kept when a request samples (llama.cpp's default)."""
+
+
 def packaged_gemma_path() -> Path:
     """Path of the packaged Gemma 3 270M GGUF (assembled into the user's cache on first use)."""
     try:
@@ -133,6 +137,7 @@ class LlamaCppBackend(Backend):
 
     kind = "llamacpp"
     concurrent = False  # one llama.cpp context; the runner serialises requests
+    constrains_json = True  # a JSON Schema becomes a llama.cpp grammar
     answer_options = ("model", "n_ctx", "adapter")
     default_target = "gemma-3-270m"
     supported_prompt_modes = ("completion", "chat", PAPER_PROMPT)
@@ -183,6 +188,7 @@ class LlamaCppBackend(Backend):
         self.seed = seed
         self.prefix_reuse = prefix_reuse
         self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
         self.llm: Any = None
         self._load(n_ctx or START_CTX)
 
@@ -308,14 +314,18 @@ class LlamaCppBackend(Backend):
                 raise BackendError(f"the prompt has {len(tokens)} tokens, more than the {self.context_size}-token context allows")
             if not self.prefix_reuse:
                 self.llm.reset()
+            grammar = self._grammar(request.response_schema) if request.response_schema is not None else None
             if chat:
-                generated, n_out = self._generate(tokens, budget)
+                generated, n_out = self._generate(tokens, budget, grammar, request.temperature, request.seed)
                 usage = {"prompt_tokens": len(tokens), "completion_tokens": n_out}
                 reason = "length" if n_out >= budget else "stop"
             else:
                 # Completion mode sends the text as before (llama.cpp tokenizes it).
+                sampled = bool(request.temperature)
                 out = self.llm.create_completion(
-                    text, max_tokens=budget, temperature=0.0, top_k=1, repeat_penalty=1.0, stop=request.stop or None, seed=self.seed
+                    text, max_tokens=budget, temperature=request.temperature or 0.0, top_k=SAMPLING_TOP_K if sampled else 1,
+                    repeat_penalty=1.0, stop=request.stop or None,
+                    seed=request.seed if sampled and request.seed is not None else self.seed, grammar=grammar,
                 )
                 generated, usage = out["choices"][0]["text"], out.get("usage", {})
                 reason = out["choices"][0].get("finish_reason")
@@ -331,17 +341,39 @@ class LlamaCppBackend(Backend):
             stop_reason=reason,
         )
 
-    def _generate(self, tokens: list[int], budget: int) -> tuple[str, int]:
-        """Greedy generation from prompt tokens until the end of the turn; the text keeps special tokens.
+    def _grammar(self, schema: Any) -> Any:
+        """The llama.cpp grammar of a JSON Schema (built once per schema)."""
+        import json
 
-        llama-cpp-python's completion drops special tokens from its text, and Qwen writes ``<tool_call>`` and
-        ``</tool_call>`` as special tokens: without them a second call in one answer could not be told apart.
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        text = json.dumps(schema)  # keys in the schema's order: the grammar writes properties in that order
+        if text not in self._grammars:
+            try:
+                self._grammars[text] = LlamaGrammar.from_json_schema(text, verbose=False)
+            except Exception as exc:  # llama.cpp's converter raises plain exceptions on schemas it cannot express
+                raise ConfigError(f"llama.cpp cannot turn this JSON Schema into a grammar: {exc}") from exc
+        return self._grammars[text]
+
+    def _generate(
+        self, tokens: list[int], budget: int, grammar: Any = None, temperature: float | None = None, seed: int | None = None
+    ) -> tuple[str, int]:
+        """Generation from prompt tokens until the end of the turn; the text keeps special tokens.
+
+        Greedy unless a temperature is given (synthesis), then sampled with top-k and the given seed, so that the
+        same request gives the same answer. llama-cpp-python's completion drops special tokens from its text, and
+        Qwen writes ``<tool_call>`` and ``</tool_call>`` as special tokens: without them a second call in one answer
+        could not be told apart. A grammar, where given, constrains every token (JSON-constrained synthesis).
         """
         import llama_cpp
 
-        self.llm.set_seed(self.seed)
+        self.llm.set_seed(seed if temperature and seed is not None else self.seed)
+        if temperature:
+            sampling = {"top_k": SAMPLING_TOP_K, "top_p": 0.95, "min_p": 0.05, "temp": temperature}
+        else:
+            sampling = {"top_k": 1, "top_p": 1.0, "min_p": 0.0, "temp": 0.0}
         out: list[int] = []
-        for token in self.llm.generate(tokens, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0):
+        for token in self.llm.generate(tokens, repeat_penalty=1.0, grammar=grammar, **sampling):
             if llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token):
                 break
             out.append(token)

@@ -68,6 +68,7 @@ class OpenAIBackend(Backend):
 
     kind = "openai"
     concurrent = True
+    constrains_json = True  # sent as response_format (json_schema)
     answer_options = ("model", "temperature", "tool_choice")
     supported_prompt_modes = ("chat", PAPER_PROMPT, "completion")
 
@@ -169,6 +170,15 @@ class OpenAIBackend(Backend):
 
     def _chat_body(self, request: Request, mode: str) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "temperature": self.temperature}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.response_schema is not None:
+            # OpenAI's structured outputs; llama.cpp's server and vLLM read the same field.
+            body["response_format"] = {
+                "type": "json_schema", "json_schema": {"name": "answer", "schema": dict(request.response_schema)},
+            }
         if mode == PAPER_PROMPT:
             body["messages"] = request.prompt.messages
             if request.stop:
@@ -214,6 +224,7 @@ class OpenAIBackend(Backend):
             body: dict[str, Any] = {"model": self.model, "prompt": request.prompt.text, "max_tokens": request.max_tokens, "temperature": self.temperature}
             if request.stop:
                 body["stop"] = request.stop
+            body.update({k: v for k, v in (("temperature", request.temperature), ("seed", request.seed)) if v is not None})
             data, attempts = self._post("/completions", body)
             text = data["choices"][0].get("text") or ""
         else:

@@ -31,6 +31,7 @@ and a kind (:data:`PARSE_KINDS`) that reports count by.
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -68,8 +69,20 @@ __all__ = [
     "parse_request",
     "dialogue_prompt",
     "parse_dialogue_output",
+    "read_apis",
+    "read_dialogue",
     "judge",
     "API_LIMITS",
+    "FORMS",
+    "JSON_LEAD",
+    "API_RULES",
+    "DIALOGUE_RULES",
+    "SHAPE_RULES",
+    "ABILITY_TEXT",
+    "EXAMPLES",
+    "INTRO",
+    "fenced",
+    "in_form",
 ]
 
 STAGES: tuple[str, ...] = ("domains", "apis", "requests", "dialogues", "tester")
@@ -84,6 +97,13 @@ LEAD = "```yaml\n"
 
 LIST_LEAD = "```text\n"
 """The lead of the domains stage (a plain list)."""
+
+JSON_LEAD = ""
+"""The lead of a stage in JSON form: none, the grammar (or the server's schema) starts the object."""
+
+FORMS: tuple[str, ...] = ("yaml", "json")
+"""How a stage's answer is written: YAML in a fenced block (any model), or one JSON object that a schema
+constrains (:func:`stage_schema`; a backend with :attr:`~apibank_lib.backends.base.Backend.constrains_json`)."""
 
 API_LIMITS: dict[str, tuple[int, int]] = {"call": (1, 4), "retrieve_call": (1, 4), "plan_retrieve_call": (2, 3)}
 """How many of the domain's APIs a request of each ability may use (a plan needs two or three)."""
@@ -151,6 +171,13 @@ def answer_text(completion: str, lead: str) -> str:
 
 
 def _load(payload: str, stage: str) -> Any:
+    if payload[:1] in "{[":
+        # A JSON answer (a constrained stage) is read as JSON; YAML would read most of it too, but not all
+        # (a "\/" escape, a long key).
+        try:
+            return json.loads(payload)
+        except json.JSONDecodeError:
+            pass  # flow-style YAML also starts with a bracket
     try:
         return yaml.safe_load(payload)
     except yaml.YAMLError as exc:
@@ -158,7 +185,9 @@ def _load(payload: str, stage: str) -> Any:
         raise SynthesisParseError(stage, "yaml", "not valid YAML: " + " ".join(str(exc).split())) from exc
 
 
-def _prompt(stage: str, system: str, user: str, lead: str) -> Prompt:
+def _prompt(stage: str, system: str, user: str, lead: str, form: str = "yaml") -> Prompt:
+    if form == "json":
+        lead = JSON_LEAD
     user = _STAGE_MARK.format(stage=stage) + "\n" + user
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     return Prompt(messages, f"{system}\n\n{user}\n\n{lead}", lead=lead)
@@ -184,11 +213,32 @@ def schema_entry(schema: ToolSchema) -> dict[str, Any]:
     }
 
 
-def render_apis(schemas: Iterable[ToolSchema]) -> str:
-    """APIs as the YAML list a corpus file holds (parameters on one line each)."""
-    return yaml.safe_dump(
-        [schema_entry(s) for s in schemas], sort_keys=False, default_flow_style=None, width=1000, allow_unicode=True
-    ).rstrip()
+def render_apis(schemas: Iterable[ToolSchema], form: str = "yaml") -> str:
+    """APIs as the YAML list a corpus file holds (parameters on one line each), or as a JSON list (one API a line)."""
+    entries = [schema_entry(s) for s in schemas]
+    if form == "json":
+        return "[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in entries) + "\n]"
+    return yaml.safe_dump(entries, sort_keys=False, default_flow_style=None, width=1000, allow_unicode=True).rstrip()
+
+
+def fenced(body: str, form: str) -> str:
+    """A fenced block of the stage's form."""
+    return f"```{form}\n{body}\n```"
+
+
+def in_form(yaml_text: str, form: str) -> str:
+    """A YAML example written in the stage's form (JSON: one object, its lists one item a line)."""
+    if form == "yaml":
+        return yaml_text.rstrip()
+    data = yaml.safe_load(yaml_text)
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, list):
+            items = ",\n    ".join(json.dumps(v, ensure_ascii=False) for v in value)
+            parts.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
+        else:
+            parts.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(parts) + "\n}"
 
 
 def dialogue_mapping(d: CorpusDialogue) -> dict[str, Any]:
@@ -214,7 +264,7 @@ def dialogue_mapping(d: CorpusDialogue) -> dict[str, Any]:
 
 # --- 1. domains -----------------------------------------------------------------------------------
 
-_INTRO = (
+INTRO = (
     "You help build training data that teaches small language models to use APIs. "
     "An API here is an online service that an assistant can call for a user: it has named inputs and returns a structured result."
 )
@@ -225,17 +275,24 @@ _EVALUATED_AREAS = (
 )
 
 
-def domains_prompt(n: int) -> Prompt:
-    """Ask for ``n`` domain names, one a line."""
-    system = _INTRO
+def domains_prompt(n: int, form: str = "yaml", taken: Sequence[str] = ()) -> Prompt:
+    """Ask for ``n`` domain names, one a line (``yaml`` form: a plain list; ``json``: ``{"domains": [...]}``),
+    away from the evaluated areas and from ``taken`` (domains another corpus has)."""
+    system = INTRO
+    answer = (
+        f"Answer with the list inside one {LIST_LEAD.strip()} block."
+        if form == "yaml"
+        else 'Answer with one JSON object: {"domains": ["First domain", "Second domain", ...]}.'
+    )
     user = (
         f"Name {n} different everyday domains in which a person could ask an assistant to get something done through an online service "
         "(for instance: Boat hire, Tailoring and alterations).\n"
-        f"Keep away from areas that are already covered: {_EVALUATED_AREAS}.\n"
-        "Each domain is a short name of one to five words. Write one domain a line, with no explanation.\n"
-        f"Answer with the list inside one {LIST_LEAD.strip()} block."
+        f"Keep away from areas that are already covered: {_EVALUATED_AREAS}"
+        + (f", and from these domains: {', '.join(taken)}" if taken else "")
+        + ".\nEach domain is a short name of one to five words. Write one domain a line, with no explanation.\n"
+        + answer
     )
-    return _prompt("domains", system, user, LIST_LEAD)
+    return _prompt("domains", system, user, LIST_LEAD, form)
 
 
 _BULLET = re.compile(r"^(?:[-*\u2022](?:\s+|$)|\(?\d{1,3}[.):]\s*)")
@@ -249,9 +306,16 @@ def parse_domains(text: str) -> list[str]:
         SynthesisParseError: a line that is not a short name (``value``), or no line at all (``empty``).
     """
     payload = extract_payload(text, "domains")
+    lines = payload.splitlines()
+    if payload[:1] in "{[":  # the JSON form: {"domains": [...]} (or a bare list)
+        data = _load(payload, "domains")
+        data = data.get("domains") if isinstance(data, dict) and set(data) == {"domains"} else data
+        if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+            raise SynthesisParseError("domains", "shape", 'expected {"domains": [names]}')
+        lines = data
     out: list[str] = []
     seen: set[str] = set()
-    for number, line in enumerate(payload.splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         name = _BULLET.sub("", line.strip(), count=1).strip()
         if not name:
             continue
@@ -271,40 +335,52 @@ def parse_domains(text: str) -> list[str]:
 # --- 2. APIs --------------------------------------------------------------------------------------
 
 _API_KEYS = {"name", "description", "input_parameters", "output_parameters"}
+
+API_RULES = """- Names are CamelCase and say what is specific to the domain (SearchBoatRentals, not Search).
+- Invent new names: never reuse the name of an API shown here or of another existing service's API.
+- One plain sentence per description; a date or time says its format, such as %Y-%m-%d.
+- Parameter names are lower-case identifiers (pickup_city); vary them from one API to the next.
+- About a third of the APIs take one optional input.
+- Every API returns at least one output parameter.
+- If the service needs a sign-in, one API returns a session key and the others take it as an input."""
+"""The data standards of an invented API. (The names it must not reuse are not listed: a small model copies
+what it is shown; the tester refuses them.)"""
 _PARAM_KEYS = {"type", "description", "required"}
 
 
-def apis_prompt(domain: str, n: int, references: Sequence[ToolSchema], avoid: Iterable[str] = ()) -> Prompt:
+def apis_prompt(
+    domain: str, n: int, references: Sequence[ToolSchema], form: str = "yaml"
+) -> Prompt:
     """Ask for ``n`` APIs of ``domain`` in the corpus ``apis:`` shape.
 
     Args:
         domain: the domain name (from stage 1).
         n: how many APIs to invent.
         references: evaluation APIs shown for their layout only.
-        avoid: API names that must not be reused or imitated (the evaluation's).
+        form: ``yaml`` or ``json`` (:data:`FORMS`).
     """
+    written = "YAML" if form == "yaml" else "JSON"
+    answer = (
+        f"Answer with the {n} new APIs as one YAML list inside a {LEAD.strip()} block."
+        if form == "yaml"
+        else f'Answer with one JSON object: {{"apis": [the {n} new APIs]}}.'
+    )
     system = (
-        _INTRO + "\n"
-        "An API is written in YAML with a name, a description, input_parameters and output_parameters. "
+        INTRO + "\n"
+        f"An API is written in {written} with a name, a description, input_parameters and output_parameters. "
         "Each parameter has a type (str, int, float, bool, list or dict) and a one-sentence description; "
         'an optional input also says "required: false" and its description starts with "Optional.".'
     )
-    avoid_text = ", ".join(sorted(avoid)) or "none"
     user = (
         f"Domain: {domain}\n\n"
         f"Invent {n} APIs that a service in this domain could plausibly offer.\n"
-        "- Names are CamelCase and say what is specific to the domain (SearchBoatRentals, not Search).\n"
-        f"- Do not reuse or imitate these existing APIs: {avoid_text}.\n"
-        "- One plain sentence per description; a date or time says its format, such as %Y-%m-%d.\n"
-        "- Parameter names are lower-case identifiers (pickup_city); vary them from one API to the next.\n"
-        "- About a third of the APIs take one optional input.\n"
-        "- Every API returns at least one output parameter.\n"
-        "- If the service needs a sign-in, one API returns a session key and the others take it as an input.\n\n"
+        + API_RULES
+        + "\n\n"
         "Two existing APIs show the layout (copy their form, not their names or purposes):\n"
-        f"{LEAD}{render_apis(references)}\n```\n\n"
-        f"Answer with the {n} new APIs as one YAML list inside a {LEAD.strip()} block."
+        f"{fenced(render_apis(references, form), form)}\n\n"
+        + answer
     )
-    return _prompt("apis", system, user, LEAD)
+    return _prompt("apis", system, user, LEAD, form)
 
 
 def parse_apis(text: str, *, evaluation_names: Iterable[str] = ()) -> list[ToolSchema]:
@@ -318,43 +394,49 @@ def parse_apis(text: str, *, evaluation_names: Iterable[str] = ()) -> list[ToolS
     data = _load(extract_payload(text, "apis"), "apis")
     if isinstance(data, dict) and set(data) == {"apis"}:
         data = data["apis"]
+    return read_apis(data, "apis", evaluation_names)
+
+
+def read_apis(data: Any, stage: str, evaluation_names: Iterable[str] = ()) -> list[ToolSchema]:
+    """API definitions already loaded (a list of mappings), checked as :func:`parse_apis` does; ``stage`` names
+    who wrote them in an error."""
     if not isinstance(data, list) or not data:
         raise SynthesisParseError(
-            "apis", "shape", "expected a YAML list of APIs (name, description, input_parameters, output_parameters)"
+            stage, "shape", "expected a list of APIs (name, description, input_parameters, output_parameters)"
         )
     names = list(evaluation_names)
     out: list[ToolSchema] = []
     for i, raw in enumerate(data):
         if not isinstance(raw, dict):
-            raise SynthesisParseError("apis", "shape", f"API #{i + 1} is not a mapping")
+            raise SynthesisParseError(stage, "shape", f"API #{i + 1} is not a mapping")
         label = f"API #{i + 1} ({raw['name']})" if isinstance(raw.get("name"), str) else f"API #{i + 1}"
         extra = sorted(map(str, set(raw) - _API_KEYS))
         if extra:
-            raise SynthesisParseError("apis", "shape", f"{label} has unknown keys {extra}")
+            raise SynthesisParseError(stage, "shape", f"{label} has unknown keys {extra}")
         for group in ("input_parameters", "output_parameters"):
             params = raw.get(group)
             for pname, spec in params.items() if isinstance(params, dict) else ():
                 if not isinstance(pname, str) or not pname.isidentifier():
                     raise SynthesisParseError(
-                        "apis", "value", f"{label}: the parameter name {pname!r} cannot be written in a call"
+                        stage, "value", f"{label}: the parameter name {pname!r} cannot be written in a call"
                     )
                 if isinstance(spec, dict) and set(spec) - _PARAM_KEYS:
                     raise SynthesisParseError(
-                        "apis",
+                        stage,
                         "shape",
                         f"{label}: {group}.{pname} has unknown keys {sorted(map(str, set(spec) - _PARAM_KEYS))}",
                     )
         try:
             schema = _schema(raw, i)
         except ValueError as exc:
-            raise SynthesisParseError("apis", "shape", f"{label}: {exc}") from exc
+            raise SynthesisParseError(stage, "shape", f"{label}: {exc}") from exc
         why = check_schema(schema, names)
         if why:
-            raise SynthesisParseError("apis", "schema", why)
+            raise SynthesisParseError(stage, "schema", why)
         if not schema.output_parameters:
-            raise SynthesisParseError("apis", "value", f"{schema.name} declares no output parameter")
+            raise SynthesisParseError(stage, "value", f"{schema.name} declares no output parameter")
         if any(s.name == schema.name for s in out):
-            raise SynthesisParseError("apis", "value", f"{schema.name} is defined twice")
+            raise SynthesisParseError(stage, "value", f"{schema.name} is defined twice")
         out.append(schema)
     return out
 
@@ -362,7 +444,7 @@ def parse_apis(text: str, *, evaluation_names: Iterable[str] = ()) -> list[ToolS
 # --- 3. requests ----------------------------------------------------------------------------------
 
 # Each completes "<ability>, where ...".
-_ABILITY_TEXT = {
+ABILITY_TEXT = {
     "call": "the assistant sees the APIs' descriptions and calls them directly.",
     "retrieve_call": (
         "the assistant knows only ToolSearcher, which finds an API from a few keywords, "
@@ -375,7 +457,14 @@ _ABILITY_TEXT = {
 }
 
 
-def request_prompt(domain: str, schemas: Sequence[ToolSchema], ability: str, earlier: Sequence[str] = ()) -> Prompt:
+def request_prompt(
+    domain: str,
+    schemas: Sequence[ToolSchema],
+    ability: str,
+    earlier: Sequence[str] = (),
+    form: str = "yaml",
+    focus: str | None = None,
+) -> Prompt:
     """Ask for one user request of ``ability`` over some of the domain's APIs.
 
     Args:
@@ -383,23 +472,33 @@ def request_prompt(domain: str, schemas: Sequence[ToolSchema], ability: str, ear
         schemas: the domain's APIs (stage 2).
         ability: the ability to practise (``call``, ``retrieve_call`` or ``plan_retrieve_call``).
         earlier: requests already written for this domain, which the new one must not repeat.
+        form: ``yaml`` or ``json`` (:data:`FORMS`).
+        focus: an API the request is built around (the pipeline rotates it over the domain's APIs, so that the
+            requests differ and every API gets used; a small model otherwise writes the same request again).
     """
     low, high = API_LIMITS[ability]
-    system = _INTRO + "\nYou now write what a user asks the assistant, so that a dialogue can be written from it."
-    seen = "".join(f"- {r}\n" for r in earlier)
-    user = (
-        f"Domain: {domain}\n"
-        f"The domain's APIs:\n{LEAD}{render_apis(schemas)}\n```\n\n"
-        f"Ability to practise: {ability}, where {_ABILITY_TEXT[ability]}\n"
-        + (f"Requests already written for this domain (write a different one):\n{seen}" if earlier else "")
-        + f"Choose the {low} to {high} APIs the request needs (list them in the order they are used) and write the request "
-        "in the user's own voice, with every detail the calls need: names, dates in 2023, numbers, codes.\n"
+    answer = (
         f"Answer with one YAML mapping inside a {LEAD.strip()} block, in this form:\n"
         f"ability: {ability}\n"
         "apis: [FirstApi, SecondApi]\n"
         'request: "what the user asks"'
+        if form == "yaml"
+        else "Answer with one JSON object in this form:\n"
+        f'{{"ability": "{ability}", "apis": ["FirstApi", "SecondApi"], "request": "what the user asks"}}'
     )
-    return _prompt("requests", system, user, LEAD)
+    system = INTRO + "\nYou now write what a user asks the assistant, so that a dialogue can be written from it."
+    seen = "".join(f"- {r}\n" for r in earlier)
+    user = (
+        f"Domain: {domain}\n"
+        f"The domain's APIs:\n{fenced(render_apis(schemas, form), form)}\n\n"
+        f"Ability to practise: {ability}, where {ABILITY_TEXT[ability]}\n"
+        + (f"Requests already written for this domain (write a different one):\n{seen}" if earlier else "")
+        + (f"This request is built around {focus}; it may use other APIs of the domain too.\n" if focus else "")
+        + f"Choose the {low} to {high} APIs the request needs (list them in the order they are used) and write the request "
+        "in the user's own voice, with every detail the calls need: names, dates in 2023, numbers, codes.\n"
+        + answer
+    )
+    return _prompt("requests", system, user, LEAD, form)
 
 
 def parse_request(text: str, schemas: Mapping[str, ToolSchema], *, ability: str | None = None) -> RequestDraft:
@@ -456,13 +555,13 @@ def parse_request(text: str, schemas: Mapping[str, ToolSchema], *, ability: str 
 
 # --- 4. dialogues ---------------------------------------------------------------------------------
 
-_DIALOGUE_RULES = """Rules for every dialogue:
+DIALOGUE_RULES = """Rules for every dialogue:
 - A call is written Name(key='value', ...): single-quoted values, only the API's declared parameters, every required one given, never a single quote inside a value.
-- Every call except ToolSearcher has an output: a plausible result as YAML whose keys are the API's output parameters, consistent with the call.
+- Every call except ToolSearcher has an output: a plausible result as {written} whose keys are the API's output parameters, consistent with the call.
 - A value in a call comes from what the user said or from an earlier result, copied exactly. Dates are in 2023, in the format the parameter's description gives.
 - The assistant's reply after the last results repeats a concrete value from them (a code, a number, a name)."""
 
-_SHAPE_RULES = {
+SHAPE_RULES = {
     "call": """Rules for this ability:
 - turns: the first is the user's (user:), then assistant replies (ai:) and calls (api: with output:); the last is an ai: reply.
 - The assistant already knows the APIs: it never calls ToolSearcher.
@@ -476,7 +575,7 @@ _SHAPE_RULES = {
 }
 
 # Worked examples in an invented domain; they pass our tester.
-_EXAMPLES = {
+EXAMPLES = {
     "call": """ability: call
 turns:
   - user: "Is a rowing boat free at Lake Bled on July 14?"
@@ -503,28 +602,36 @@ response: "Boat RB-7 is hired for Ana Silva at Lake Bled on July 14; the hire co
 }
 
 
-def dialogue_prompt(domain: str, schemas: Sequence[ToolSchema], draft: RequestDraft) -> Prompt:
+def dialogue_prompt(domain: str, schemas: Sequence[ToolSchema], draft: RequestDraft, form: str = "yaml") -> Prompt:
     """Ask for the dialogue (or plan) that fulfils ``draft`` with the APIs it chose.
 
     Args:
         domain: the domain name.
         schemas: the APIs the request uses (stage 3's choice), in order.
         draft: the request (stage 3).
+        form: ``yaml`` or ``json`` (:data:`FORMS`).
     """
+    written = "YAML" if form == "yaml" else "JSON"
+    answer = (
+        f"Answer with the dialogue as one YAML mapping inside a {LEAD.strip()} block."
+        if form == "yaml"
+        else "Answer with the dialogue as one JSON object."
+    )
     system = (
-        _INTRO + "\nYou now write one training dialogue in YAML, following the rules exactly.\n\n" + _DIALOGUE_RULES
+        INTRO + f"\nYou now write one training dialogue in {written}, following the rules exactly.\n\n"
+        + DIALOGUE_RULES.format(written=written)
     )
     user = (
         f"Domain: {domain}\n"
-        f"APIs to use:\n{LEAD}{render_apis(schemas)}\n```\n\n"
-        f"Ability: {draft.ability}, where {_ABILITY_TEXT[draft.ability]}\n"
+        f"APIs to use:\n{fenced(render_apis(schemas, form), form)}\n\n"
+        f"Ability: {draft.ability}, where {ABILITY_TEXT[draft.ability]}\n"
         f"The user's request: {draft.request}\n\n"
-        f"{_SHAPE_RULES[draft.ability]}\n\n"
+        f"{SHAPE_RULES[draft.ability]}\n\n"
         "An example of the form, from another domain (its APIs are not yours):\n"
-        f"{LEAD}{_EXAMPLES[draft.ability].rstrip()}\n```\n\n"
-        f"Answer with the dialogue as one YAML mapping inside a {LEAD.strip()} block."
+        f"{fenced(in_form(EXAMPLES[draft.ability], form), form)}\n\n"
+        + answer
     )
-    return _prompt("dialogues", system, user, LEAD)
+    return _prompt("dialogues", system, user, LEAD, form)
 
 
 _DIALOGUE_KEYS = {
@@ -549,25 +656,32 @@ def parse_dialogue_output(
             chose that is never called (``value``).
     """
     data = _load(extract_payload(text, "dialogues"), "dialogues")
-    if not isinstance(data, dict):
-        raise SynthesisParseError(
-            "dialogues", "shape", "expected one YAML mapping (ability, then turns or requirement/steps/response)"
-        )
-    if data.get("ability") != draft.ability:
-        raise SynthesisParseError(
-            "dialogues", "value", f"ability must be the request's {draft.ability}, not {data.get('ability')!r}"
-        )
-    extra = sorted(map(str, set(data) - _DIALOGUE_KEYS[draft.ability]))
-    if extra:
-        raise SynthesisParseError("dialogues", "shape", f"unknown keys {extra} in a {draft.ability} dialogue")
-    d = parse_dialogue({**data, "id": dialogue_id}, index, domain, path)
-    if d.problem:
-        raise SynthesisParseError("dialogues", "shape", d.problem)
+    d = read_dialogue(data, draft.ability, "dialogues", dialogue_id=dialogue_id, domain=domain, path=path, index=index)
     if not any(t.problem for t in d.turns):
         called = {t.call.name for t in d.api_turns if t.call is not None}
         missing = [a for a in draft.apis if a not in called]
         if missing:
             raise SynthesisParseError("dialogues", "value", f"the request's API {', '.join(missing)} is never called")
+    return d
+
+
+def read_dialogue(
+    data: Any, ability: str, stage: str, *, dialogue_id: str, domain: str, path: str, index: int = 0
+) -> CorpusDialogue:
+    """A dialogue already loaded (a mapping) as a :class:`CorpusDialogue` of ``ability``, read by the corpus reader;
+    problems of single turns are left for the tester (see :func:`parse_dialogue_output`)."""
+    if not isinstance(data, dict):
+        raise SynthesisParseError(
+            stage, "shape", "expected one mapping (ability, then turns or requirement/steps/response)"
+        )
+    if data.get("ability") != ability:
+        raise SynthesisParseError(stage, "value", f"ability must be the asked {ability}, not {data.get('ability')!r}")
+    extra = sorted(map(str, set(data) - _DIALOGUE_KEYS[ability]))
+    if extra:
+        raise SynthesisParseError(stage, "shape", f"unknown keys {extra} in a {ability} dialogue")
+    d = parse_dialogue({**data, "id": dialogue_id}, index, domain, path)
+    if d.problem:
+        raise SynthesisParseError(stage, "shape", d.problem)
     return d
 
 

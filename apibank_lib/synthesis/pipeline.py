@@ -7,8 +7,8 @@ dialogue with the tester. The output folder holds:
 * ``synthesis.json``: the folder's identity (the backend's answer-changing
   options and ``max_tokens``); a folder made with another identity is refused.
 * ``domains.jsonl``, ``apis.jsonl``, ``requests.jsonl``, ``dialogues.jsonl``:
-  one append-only JSON line per model answer (key, prompt digest, the raw text,
-  tokens, and the parser's verdict), flushed as it is written. A rerun reads
+  one append-only JSON line per model answer (key, the prompt and its digest, the raw text,
+  tokens, CPU and wall seconds, and the parser's verdict), flushed as it is written. A rerun reads
   them back and only asks for keys whose record is missing or whose prompt
   changed, so an interrupted run resumes, and a malformed answer never costs
   the answers before it. ``tester.jsonl`` records the tester's verdicts.
@@ -32,6 +32,7 @@ import json
 import random
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +47,10 @@ from apibank_lib.backends.registry import load_backend
 from apibank_lib.errors import BackendError, ConfigError
 from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
 from apibank_lib.prompts import Prompt
+from apibank_lib.synthesis import schemas as stage_schemas
 from apibank_lib.synthesis.agents import (
+    API_LIMITS,
+    FORMS,
     STAGES,
     RequestDraft,
     SynthesisParseError,
@@ -98,6 +102,15 @@ class SynthesisConfig:
         backend_options: options for a backend built from a spec.
         evaluation_names, evaluation_requests: what the corpus must stay apart from
             (default: the bundled evaluation benchmark's API names and requests).
+        form: how the agents answer (:data:`~apibank_lib.synthesis.agents.FORMS`): ``json``, constrained by each
+            stage's JSON Schema (:mod:`apibank_lib.synthesis.schemas`), or ``yaml`` in a fenced block. None: ``json``
+            where the backend constrains output (llama.cpp, an OpenAI-compatible server), else ``yaml``.
+        temperature: sampling temperature of every answer (0: greedy). A small model decoding greedily repeats
+            itself (the same API three times in one list); each answer is sampled with a seed drawn from
+            ``seed`` and its key, so a rerun gives the same answers.
+        apart_from: corpus files or folders the new corpus must stay apart from as from the evaluation: their
+            API names are refused, their requests count as duplicates, and their domains are named to the
+            domains agent as taken (e.g. ``data/train/corpus``, for a corpus of new APIs).
     """
 
     backend: str | Backend
@@ -111,8 +124,15 @@ class SynthesisConfig:
     backend_options: dict[str, Any] = field(default_factory=dict)
     evaluation_names: Sequence[str] | None = None
     evaluation_requests: Sequence[str] | None = None
+    form: str | None = None
+    temperature: float = 0.7
+    apart_from: Sequence[str | Path] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.temperature, (int, float)) or not 0 <= self.temperature <= 2:
+            raise ConfigError(f"synthesis temperature must be between 0 and 2, not {self.temperature!r}")
+        if self.form is not None and self.form not in FORMS:
+            raise ConfigError(f"synthesis form must be one of {', '.join(FORMS)}, not {self.form!r}")
         for name in ("n_domains", "apis_per_domain", "dialogues_per_domain", "concurrency", "max_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -136,6 +156,9 @@ class StageCounts:
         calls: backend calls made by this run (0 for work read back from the journal).
         resumed: answers read back from the journal instead of asking the model.
         prompt_tokens, completion_tokens: token cost of the answers used, as the backend reported it.
+        cpu_seconds: CPU time of this process while the answers used were generated (an in-process model's
+            cost; near zero for a remote server), as recorded when each was made.
+        wall_seconds: wall time of the same requests.
         reasons: rejected answers by reason (a parse kind, a tester reason, or ``backend``).
     """
 
@@ -147,6 +170,8 @@ class StageCounts:
     resumed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
     reasons: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -212,6 +237,8 @@ class SynthesisReport:
                     "resumed": c.resumed,
                     "prompt_tokens": c.prompt_tokens,
                     "completion_tokens": c.completion_tokens,
+                    "cpu_seconds": round(c.cpu_seconds, 1),
+                    "wall_seconds": round(c.wall_seconds, 1),
                 }
             )
         return pd.DataFrame(rows)
@@ -283,6 +310,8 @@ class _Outcome:
     resumed: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -305,7 +334,12 @@ class _Run:
     """The state of one pipeline run: backend, journals, counts and rejections."""
 
     def __init__(
-        self, config: SynthesisConfig, backend: Backend, eval_names: list[str], eval_requests: list[str]
+        self,
+        config: SynthesisConfig,
+        backend: Backend,
+        eval_names: list[str],
+        eval_requests: list[str],
+        stages: Sequence[str] = STAGES,
     ) -> None:
         self.config = config
         self.out = Path(config.out)
@@ -317,9 +351,11 @@ class _Run:
         # and a closing fence ends it.
         self.completion = completion
         self.stop = ["```"] if completion else None
+        self.form = config.form or ("json" if backend.constrains_json else "yaml")
         self.workers = config.concurrency if backend.concurrent else 1
-        self.journals = {stage: _Journal(self.out / f"{stage}.jsonl") for stage in STAGES}
-        self.stages = {stage: StageCounts() for stage in STAGES}
+        self.taken_domains: list[str] = []
+        self.journals = {stage: _Journal(self.out / f"{stage}.jsonl") for stage in stages}
+        self.stages = {stage: StageCounts() for stage in stages}
         self.rejections: list[SynthesisRejection] = []
 
     # -- helpers --
@@ -337,16 +373,26 @@ class _Run:
                     f.cancel()
                 raise
 
-    def attempt(self, stage: str, key: str, prompt: Prompt, parse: Callable[[str], Any]) -> _Outcome:
+    def attempt(
+        self, stage: str, key: str, prompt: Prompt, parse: Callable[[str], Any], schema: dict[str, Any] | None = None
+    ) -> _Outcome:
         """Get the answer for ``key`` (from the journal, or the model) and parse it.
+
+        ``schema`` constrains the answer in the JSON form (ignored in the YAML form).
 
         Raises:
             BackendError: the server cannot be reached at all (nothing else can succeed either).
         """
         lead = prompt.lead if self.completion else ""
-        digest = _digest(
-            {"messages": prompt.messages, "text": prompt.text, "lead": lead, "max_tokens": self.config.max_tokens}
-        )
+        schema = schema if self.form == "json" else None
+        payload = {"messages": prompt.messages, "text": prompt.text, "lead": lead, "max_tokens": self.config.max_tokens}
+        sample_seed = None
+        if self.config.temperature:
+            sample_seed = int(_digest([self.config.seed, key])[:8], 16)
+            payload["sampling"] = [self.config.temperature, sample_seed]  # absent when greedy: older journals stay valid
+        if schema is not None:
+            payload["schema"] = schema  # a digest without it keeps the YAML form's journals valid
+        digest = _digest(payload)
         journal = self.journals[stage]
         rec = journal.get(key, digest)
         if rec is not None:
@@ -355,12 +401,18 @@ class _Run:
                 resumed=True,
                 prompt_tokens=rec.get("prompt_tokens") or 0,
                 completion_tokens=rec.get("completion_tokens") or 0,
+                cpu_s=rec.get("cpu_s") or 0.0,
+                wall_s=rec.get("wall_s") or 0.0,
             )
             text = rec["text"]
         else:
             # The agents' prompts are instructions in text: a chat model gets them as messages, without tools.
             mode = "completion" if self.completion else PAPER_PROMPT
-            request = Request(prompt, _CONTEXT, max_tokens=self.config.max_tokens, stop=self.stop, prompt_mode=mode)
+            request = Request(
+                prompt, _CONTEXT, max_tokens=self.config.max_tokens, stop=self.stop, prompt_mode=mode,
+                response_schema=schema, temperature=self.config.temperature or None, seed=sample_seed,
+            )
+            cpu, wall = time.process_time(), time.perf_counter()
             try:
                 completion = self.backend.complete(request)
             except BackendError as exc:
@@ -370,7 +422,11 @@ class _Run:
                 return _Outcome(key, error=exc)
             text = completion.text
             outcome = _Outcome(
-                key, prompt_tokens=completion.prompt_tokens or 0, completion_tokens=completion.completion_tokens or 0
+                key,
+                prompt_tokens=completion.prompt_tokens or 0,
+                completion_tokens=completion.completion_tokens or 0,
+                cpu_s=round(time.process_time() - cpu, 3),
+                wall_s=round(time.perf_counter() - wall, 3),
             )
         try:
             outcome.value = parse(answer_text(text, lead))
@@ -382,10 +438,15 @@ class _Run:
                     "key": key,
                     "digest": digest,
                     "stage": stage,
+                    # The prompt as sent, so that a rejection can be audited from the journal alone.
+                    "prompt": prompt.text if self.completion else prompt.messages,
                     "lead": lead,
                     "text": text,
                     "prompt_tokens": outcome.prompt_tokens,
                     "completion_tokens": outcome.completion_tokens,
+                    "cpu_s": outcome.cpu_s,
+                    "wall_s": outcome.wall_s,
+                    "schema": schema is not None,
                     "ok": outcome.error is None,
                     "error": {"kind": outcome.error.kind, "message": str(outcome.error)}
                     if isinstance(outcome.error, SynthesisParseError)
@@ -400,6 +461,8 @@ class _Run:
         c.attempted += 1
         c.prompt_tokens += outcome.prompt_tokens
         c.completion_tokens += outcome.completion_tokens
+        c.cpu_seconds += outcome.cpu_s
+        c.wall_seconds += outcome.wall_s
         if outcome.resumed:
             c.resumed += 1
         else:
@@ -430,18 +493,25 @@ class _Run:
     # -- stages --
 
     def domains(self) -> list[_Domain]:
-        outcome = self.attempt("domains", "domains", domains_prompt(self.config.n_domains), parse_domains)
+        n = self.config.n_domains
+        outcome = self.attempt(
+            "domains", "domains", domains_prompt(n, self.form, self.taken_domains), parse_domains,
+            stage_schemas.domains_schema(n),
+        )
         if not self.tally("domains", outcome):
             return []
-        names = outcome.value[: self.config.n_domains]
+        taken = {slugify(t) for t in self.taken_domains}
+        names = [d for d in outcome.value if slugify(d) not in taken][: self.config.n_domains]
         self.stages["domains"].items = len(names)
         return [_Domain(n, slugify(n)) for n in names]
 
     def apis(self, domains: list[_Domain]) -> dict[_Domain, list[ToolSchema]]:
         def one(domain: _Domain) -> _Outcome:
-            prompt = apis_prompt(domain.name, self.config.apis_per_domain, self.references(domain), self.eval_names)
+            n = self.config.apis_per_domain
+            prompt = apis_prompt(domain.name, n, self.references(domain), self.form)
             return self.attempt(
-                "apis", f"apis/{domain.slug}", prompt, lambda t: parse_apis(t, evaluation_names=self.eval_names)
+                "apis", f"apis/{domain.slug}", prompt, lambda t: parse_apis(t, evaluation_names=self.eval_names),
+                stage_schemas.apis_schema(n),
             )
 
         out: dict[_Domain, list[ToolSchema]] = {}
@@ -471,12 +541,15 @@ class _Run:
             done = []
             for number in range(1, self.config.dialogues_per_domain + 1):
                 ability = self.ability(domain, number)
-                prompt = request_prompt(domain.name, apis[domain], ability, earlier)
+                focus = apis[domain][(number - 1) % len(apis[domain])].name
+                prompt = request_prompt(domain.name, apis[domain], ability, earlier, self.form, focus)
+                low, high = API_LIMITS[ability]
                 outcome = self.attempt(
                     "requests",
                     f"requests/{domain.slug}/{number}",
                     prompt,
                     lambda t, a=ability: parse_request(t, schemas, ability=a),
+                    stage_schemas.request_schema(ability, list(schemas), min(low, len(schemas)), min(high, len(schemas))),
                 )
                 if outcome.error is None and _norm(outcome.value.request) not in {_norm(e) for e in earlier}:
                     earlier.append(outcome.value.request)
@@ -510,7 +583,8 @@ class _Run:
     ) -> list[tuple[_Slot, CorpusDialogue]]:
         def one(slot: _Slot) -> _Outcome:
             by_name = {s.name: s for s in apis[slot.domain]}
-            prompt = dialogue_prompt(slot.domain.name, [by_name[a] for a in slot.draft.apis], slot.draft)
+            chosen = [by_name[a] for a in slot.draft.apis]
+            prompt = dialogue_prompt(slot.domain.name, chosen, slot.draft, self.form)
             path = str(self.out / "corpus" / f"{slot.domain.slug}.yaml")
             return self.attempt(
                 "dialogues",
@@ -524,6 +598,7 @@ class _Run:
                     path=path,
                     index=slot.number - 1,
                 ),
+                stage_schemas.dialogue_schema(slot.draft.ability, chosen),
             )
 
         out = []
@@ -636,17 +711,9 @@ def _check_identity(out: Path, identity: dict[str, Any]) -> None:
     path.write_text(json.dumps(identity, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
 
-def run_pipeline(config: SynthesisConfig) -> SynthesisReport:
-    """Run the five stages into ``config.out`` and return the counts.
-
-    Work recorded in the folder's journals is reused, so calling this again after
-    an interruption (or with larger counts) only asks the model for what is missing.
-
-    Raises:
-        ConfigError: a backend that cannot write text (a reference baseline), or a
-            folder made with another backend identity.
-        BackendError: the model cannot be reached at all.
-    """
+def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequence[str] = STAGES) -> _Run:
+    """The backend built, the folder's identity checked (``method`` is part of it, so the single agent and the
+    pipeline never share a folder), and the evaluation texts the corpus must stay apart from."""
     backend = (
         config.backend
         if isinstance(config.backend, Backend)
@@ -658,19 +725,56 @@ def run_pipeline(config: SynthesisConfig) -> SynthesisReport:
         )
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    _check_identity(out, {"backend": backend.identity(), "max_tokens": config.max_tokens})
+    form = config.form or ("json" if backend.constrains_json else "yaml")
+    identity: dict[str, Any] = {"backend": backend.identity(), "max_tokens": config.max_tokens}
+    if config.temperature:
+        identity["temperature"] = config.temperature  # absent when greedy, as folders made before sampling
+    if form != "yaml":
+        identity["form"] = form  # absent for YAML, so folders made before forms existed keep their identity
+    if method != "multi-agent":
+        identity["method"] = method
+    if config.apart_from:
+        identity["apart_from"] = sorted(str(Path(p)) for p in config.apart_from)
+    _check_identity(out, identity)
     names, requests = (config.evaluation_names, config.evaluation_requests)
     if names is None or requests is None:
         bench_names, bench_requests = evaluation_texts()
         names = bench_names if names is None else names
         requests = bench_requests if requests is None else requests
-    run = _Run(config, backend, list(names), list(requests))
+    names, requests, taken = list(names), list(requests), []
+    if config.apart_from:
+        report = check_corpus(list(config.apart_from), evaluation_names=[], evaluation_requests=[])
+        names += sorted(report.schemas)
+        requests += [d.requirement if d.ability == "plan_retrieve_call" else next((t.text for t in d.turns if t.role == "user"), "") for d in report.accepted]
+        taken = sorted({f.domain for f in report.files})
+    run = _Run(config, backend, names, requests, stages)
+    run.taken_domains = taken
+    return run
+
+
+def finish_run(run: _Run, accepted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]) -> SynthesisReport:
+    """Write the corpus and ``report.json``; the run's report."""
+    paths, accepted = run.write(accepted, apis)
+    report = SynthesisReport(run.out, run.stages, run.rejections, paths, [d for _, d in accepted])
+    (run.out / "report.json").write_text(json.dumps(report.counts(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report
+
+
+def run_pipeline(config: SynthesisConfig) -> SynthesisReport:
+    """Run the five stages into ``config.out`` and return the counts.
+
+    Work recorded in the folder's journals is reused, so calling this again after
+    an interruption (or with larger counts) only asks the model for what is missing.
+
+    Raises:
+        ConfigError: a backend that cannot write text (a reference baseline), or a
+            folder made with another backend identity.
+        BackendError: the model cannot be reached at all.
+    """
+    run = start_run(config)
     domains = run.domains()
     apis = run.apis(domains)
     slots = run.requests(apis)
     drafted = run.dialogues(slots, apis)
     accepted = run.tester(drafted, apis)
-    paths, accepted = run.write(accepted, apis)
-    report = SynthesisReport(out, run.stages, run.rejections, paths, [d for _, d in accepted])
-    (out / "report.json").write_text(json.dumps(report.counts(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return report
+    return finish_run(run, accepted, apis)
