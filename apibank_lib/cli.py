@@ -559,6 +559,8 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         form=args.form,
         temperature=args.temperature,
+        earlier_requests=not args.no_earlier_requests,
+        domains_asked=args.domains_asked,
         apart_from=args.apart_from or (),
     )
     if args.single_agent is not None:
@@ -878,7 +880,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("synthesize", help="the five-agent pipeline: a model writes domains, APIs, requests and dialogues; the tester judges them")
     p.add_argument("--model", required=True, help="openai:<model>@<base_url>, llamacpp:gemma-3-270m, hf:<path>")
     p.add_argument("--out", required=True, help="output folder: per-stage journals (resumable) and corpus/<domain>.yaml")
-    p.add_argument("--domains", type=int, default=10, help="how many domains to ask for")
+    p.add_argument("--domains", type=int, default=10, help="how many domains to use")
+    p.add_argument(
+        "--domains-asked", type=int, default=None,
+        help="ask for this many domains and use the first --domains (a later run with more --domains reuses the answer)",
+    )
     p.add_argument("--apis-per-domain", type=int, default=6)
     p.add_argument("--dialogues-per-domain", type=int, default=15)
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (backends that allow it)")
@@ -895,6 +901,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--token-budget", type=int, default=None, help="with --single-agent: stop once this many tokens are spent")
     p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of every answer (0: greedy)")
+    p.add_argument(
+        "--no-earlier-requests", action="store_true",
+        help="do not show the request agent the domain's earlier requests (small models copy them)",
+    )
     p.add_argument(
         "--apart-from", nargs="+", default=None, metavar="CORPUS",
         help="corpus files or folders to stay apart from as from the evaluation (their APIs, requests and domains), "

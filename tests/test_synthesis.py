@@ -1215,3 +1215,15 @@ def test_a_review_row_without_a_known_standard_is_refused_by_row(tmp_path: Path)
     sheet.write_text("id,tester,usable,standard,note,reviewer\na-1,accepted,maybe,,,r\n", encoding="utf-8")
     with pytest.raises(DataError, match="usable must be yes or no"):
         records.read_review(sheet)
+
+
+def test_a_generation_grows_by_domains_without_asking_for_them_again(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    first = run_pipeline(_config(tmp_path, WorldBackend(), evaluation, n_domains=1, domains_asked=2))
+    assert {d.domain for d in first.accepted} == {"Kayak lessons"}
+    backend = WorldBackend()
+    grown = run_pipeline(_config(tmp_path, backend, evaluation, n_domains=2, domains_asked=2))
+    assert _row(grown, "domains")["resumed"] == 1 and _row(grown, "apis")["resumed"] == 1
+    assert len(grown.accepted) == 10 and "Name 2 different" in str(_journal(tmp_path, "domains")[0]["prompt"])
+    assert not any("Synthesis stage: domains." in r.prompt.messages[-1]["content"] for r in backend.requests)

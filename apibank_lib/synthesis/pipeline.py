@@ -108,6 +108,13 @@ class SynthesisConfig:
         temperature: sampling temperature of every answer (0: greedy). A small model decoding greedily repeats
             itself (the same API three times in one list); each answer is sampled with a seed drawn from
             ``seed`` and its key, so a rerun gives the same answers.
+        domains_asked: how many domains the domains agent is asked for, of which the first ``n_domains`` are used
+            (None: ``n_domains``). Asking for more than are used lets a long generation grow by domains: a later
+            run with a larger ``n_domains`` reuses the same answer instead of asking again.
+        earlier_requests: show the request agent the requests already written for the domain, to write another
+            one. A capable model avoids them; a small one copies them (Qwen2.5-Coder-1.5B wrote the same request
+            three times), so the embedded models run without them, and the rotating focus API and deduplication
+            keep the requests apart.
         apart_from: corpus files or folders the new corpus must stay apart from as from the evaluation: their
             API names are refused, their requests count as duplicates, and their domains are named to the
             domains agent as taken (e.g. ``data/train/corpus``, for a corpus of new APIs).
@@ -126,6 +133,8 @@ class SynthesisConfig:
     evaluation_requests: Sequence[str] | None = None
     form: str | None = None
     temperature: float = 0.7
+    domains_asked: int | None = None
+    earlier_requests: bool = True
     apart_from: Sequence[str | Path] = ()
 
     def __post_init__(self) -> None:
@@ -493,7 +502,7 @@ class _Run:
     # -- stages --
 
     def domains(self) -> list[_Domain]:
-        n = self.config.n_domains
+        n = max(self.config.n_domains, self.config.domains_asked or 0)
         outcome = self.attempt(
             "domains", "domains", domains_prompt(n, self.form, self.taken_domains), parse_domains,
             stage_schemas.domains_schema(n),
@@ -542,7 +551,8 @@ class _Run:
             for number in range(1, self.config.dialogues_per_domain + 1):
                 ability = self.ability(domain, number)
                 focus = apis[domain][(number - 1) % len(apis[domain])].name
-                prompt = request_prompt(domain.name, apis[domain], ability, earlier, self.form, focus)
+                shown = earlier if self.config.earlier_requests else []
+                prompt = request_prompt(domain.name, apis[domain], ability, shown, self.form, focus)
                 low, high = API_LIMITS[ability]
                 outcome = self.attempt(
                     "requests",
@@ -598,7 +608,7 @@ class _Run:
                     path=path,
                     index=slot.number - 1,
                 ),
-                stage_schemas.dialogue_schema(slot.draft.ability, chosen),
+                stage_schemas.dialogue_schema(slot.draft.ability, chosen, slot.draft.request),
             )
 
         out = []

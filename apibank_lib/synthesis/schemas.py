@@ -134,7 +134,7 @@ def _sequence(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "array", "prefixItems": list(items), "items": False, "minItems": len(items), "maxItems": len(items)}
 
 
-def dialogue_schema(ability: str, schemas: Sequence[ToolSchema] | None) -> dict[str, Any]:
+def dialogue_schema(ability: str, schemas: Sequence[ToolSchema] | None, request: str | None = None) -> dict[str, Any]:
     """A dialogue of ``ability`` over ``schemas``, in their order (None: over APIs not known yet, as the single
     agent writes them).
 
@@ -143,6 +143,8 @@ def dialogue_schema(ability: str, schemas: Sequence[ToolSchema] | None) -> dict[
     the same with a ToolSearcher search before each API; ``plan_retrieve_call`` the requirement, search and call
     for each API, and the response. Calls name only their API and its parameters, required ones first; results
     hold the API's output parameters. Over unknown APIs, the turns are free in order and any CamelCase call.
+    ``request``, where given, is the user's first turn (the plan's requirement) word for word: the request agent
+    wrote it, and a small model otherwise copies the example's.
     """
     if schemas is None:
         return _free_dialogue(ability)
@@ -151,10 +153,12 @@ def dialogue_schema(ability: str, schemas: Sequence[ToolSchema] | None) -> dict[
         if ability != "call":
             calls.append(_SEARCH)
         calls.append(_call(s))
+    opening = {"const": request} if request else _TEXT
     if ability == "plan_retrieve_call":
-        return _obj({"ability": {"const": ability}, "requirement": _TEXT, "steps": _sequence(calls), "response": _TEXT})
-    direct = _sequence([_USER, *calls, _AI])
-    asking = _sequence([_USER, _AI, _USER, *calls, _AI])
+        return _obj({"ability": {"const": ability}, "requirement": opening, "steps": _sequence(calls), "response": _TEXT})
+    first = _obj({"user": opening})
+    direct = _sequence([first, *calls, _AI])
+    asking = _sequence([first, _AI, _USER, *calls, _AI])
     return _obj({"ability": {"const": ability}, "turns": {"anyOf": [direct, asking]}})
 
 
