@@ -559,7 +559,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         form=args.form,
         temperature=args.temperature,
-        earlier_requests=not args.no_earlier_requests,
+        lists=not args.no_lists,
         domains_asked=args.domains_asked,
         apart_from=args.apart_from or (),
     )
@@ -902,8 +902,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token-budget", type=int, default=None, help="with --single-agent: stop once this many tokens are spent")
     p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of every answer (0: greedy)")
     p.add_argument(
-        "--no-earlier-requests", action="store_true",
-        help="do not show the request agent the domain's earlier requests (small models copy them)",
+        "--no-lists", action="store_true",
+        help="do not show the agents what to keep away from (evaluated areas, taken domains, earlier requests): small "
+        "models copy them; the pipeline filters instead",
     )
     p.add_argument(
         "--apart-from", nargs="+", default=None, metavar="CORPUS",

@@ -1227,3 +1227,14 @@ def test_a_generation_grows_by_domains_without_asking_for_them_again(
     assert _row(grown, "domains")["resumed"] == 1 and _row(grown, "apis")["resumed"] == 1
     assert len(grown.accepted) == 10 and "Name 2 different" in str(_journal(tmp_path, "domains")[0]["prompt"])
     assert not any("Synthesis stage: domains." in r.prompt.messages[-1]["content"] for r in backend.requests)
+
+
+def test_a_domain_naming_an_evaluated_area_or_a_taken_domain_is_not_new() -> None:
+    from apibank_lib.synthesis.agents import domain_taken
+
+    taken = ["Gym and fitness classes", "Car rental"]
+    assert domain_taken("Gym and fitness", taken) is not None  # its words are the taken one's
+    assert domain_taken("Car rental services", taken) is not None
+    assert "evaluated area" in (domain_taken("Hotel booking", taken) or "")
+    assert domain_taken("Beekeeping supplies", taken) is None
+    assert domain_taken("Bike repair", taken) is None  # one shared word is not enough

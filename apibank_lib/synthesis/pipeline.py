@@ -57,6 +57,7 @@ from apibank_lib.synthesis.agents import (
     answer_text,
     apis_prompt,
     dialogue_mapping,
+    domain_taken,
     dialogue_prompt,
     domains_prompt,
     judge,
@@ -111,10 +112,12 @@ class SynthesisConfig:
         domains_asked: how many domains the domains agent is asked for, of which the first ``n_domains`` are used
             (None: ``n_domains``). Asking for more than are used lets a long generation grow by domains: a later
             run with a larger ``n_domains`` reuses the same answer instead of asking again.
-        earlier_requests: show the request agent the requests already written for the domain, to write another
-            one. A capable model avoids them; a small one copies them (Qwen2.5-Coder-1.5B wrote the same request
-            three times), so the embedded models run without them, and the rotating focus API and deduplication
-            keep the requests apart.
+        lists: show the agents what to keep away from: the domains agent the evaluated areas, the taken domains
+            and two example domains; the request agent the requests already written for the domain. A capable
+            model avoids them; a small one copies them (Qwen2.5-Coder-1.5B's domains began with the examples and
+            went on through the list; it wrote one request three times), so the embedded models run without
+            them: the pipeline drops taken domains itself, and the rotating focus API and deduplication keep the
+            requests apart.
         apart_from: corpus files or folders the new corpus must stay apart from as from the evaluation: their
             API names are refused, their requests count as duplicates, and their domains are named to the
             domains agent as taken (e.g. ``data/train/corpus``, for a corpus of new APIs).
@@ -134,7 +137,7 @@ class SynthesisConfig:
     form: str | None = None
     temperature: float = 0.7
     domains_asked: int | None = None
-    earlier_requests: bool = True
+    lists: bool = True
     apart_from: Sequence[str | Path] = ()
 
     def __post_init__(self) -> None:
@@ -504,13 +507,20 @@ class _Run:
     def domains(self) -> list[_Domain]:
         n = max(self.config.n_domains, self.config.domains_asked or 0)
         outcome = self.attempt(
-            "domains", "domains", domains_prompt(n, self.form, self.taken_domains), parse_domains,
+            "domains", "domains", domains_prompt(n, self.form, self.taken_domains, lists=self.config.lists), parse_domains,
             stage_schemas.domains_schema(n),
         )
         if not self.tally("domains", outcome):
             return []
-        taken = {slugify(t) for t in self.taken_domains}
-        names = [d for d in outcome.value if slugify(d) not in taken][: self.config.n_domains]
+        names = []
+        for name in outcome.value:
+            why = domain_taken(name, [*self.taken_domains, *names])
+            if why is not None:
+                self.stages["domains"].duplicates += 1
+                self.rejections.append(SynthesisRejection("domains", "domains", "taken", why))
+                continue
+            names.append(name)
+        names = names[: self.config.n_domains]
         self.stages["domains"].items = len(names)
         return [_Domain(n, slugify(n)) for n in names]
 
@@ -551,7 +561,7 @@ class _Run:
             for number in range(1, self.config.dialogues_per_domain + 1):
                 ability = self.ability(domain, number)
                 focus = apis[domain][(number - 1) % len(apis[domain])].name
-                shown = earlier if self.config.earlier_requests else []
+                shown = earlier if self.config.lists else []
                 prompt = request_prompt(domain.name, apis[domain], ability, shown, self.form, focus)
                 low, high = API_LIMITS[ability]
                 outcome = self.attempt(
