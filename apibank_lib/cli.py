@@ -560,6 +560,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         form=args.form,
         temperature=args.temperature,
         lists=not args.no_lists,
+        retries=args.retries,
         domains_asked=args.domains_asked,
         apart_from=args.apart_from or (),
     )
@@ -901,6 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--token-budget", type=int, default=None, help="with --single-agent: stop once this many tokens are spent")
     p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of every answer (0: greedy)")
+    p.add_argument("--retries", type=int, default=0, help="ask again this many times when the parser refuses an answer (sampling only)")
     p.add_argument(
         "--no-lists", action="store_true",
         help="do not show the agents what to keep away from (evaluated areas, taken domains, earlier requests): small "

@@ -128,14 +128,14 @@ def test_one_real_dialogue_goes_through_all_five_synthesis_stages(qwen: object, 
 
     from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
 
-    config = SynthesisConfig(qwen, tmp_path, n_domains=1, apis_per_domain=3, dialogues_per_domain=1, max_tokens=768)  # type: ignore[arg-type]
+    config = SynthesisConfig(qwen, tmp_path, n_domains=1, apis_per_domain=3, dialogues_per_domain=1, max_tokens=768, lists=False, retries=2)  # type: ignore[arg-type]
     report = run_pipeline(config)
     stages = {row["stage"]: row for row in report.table().to_dict("records")}
-    assert [stages[s]["attempted"] for s in ("domains", "apis", "requests")] == [1, 1, 1], report.rejections
+    # A small model's answer may be refused and asked again (retries): each stage ends with one accepted answer.
     assert all(stages[s]["accepted"] == 1 for s in ("domains", "apis", "requests")), report.rejections
-    assert stages["dialogues"]["attempted"] == 1 and stages["dialogues"]["cpu_seconds"] > 0
+    assert 1 <= stages["dialogues"]["attempted"] <= 3 and stages["dialogues"]["cpu_seconds"] > 0
     journal = [json.loads(line) for line in (tmp_path / "dialogues.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert journal[0]["schema"] and json.loads(journal[0]["text"])  # the grammar gave a JSON object
+    assert all(r["schema"] for r in journal) and json.loads(journal[0]["text"])  # the grammar gave a JSON object
     if stages["dialogues"]["accepted"]:
         verdicts = [json.loads(line) for line in (tmp_path / "tester.jsonl").read_text(encoding="utf-8").splitlines()]
         assert len(verdicts) == 1 and isinstance(verdicts[0]["ok"], bool)

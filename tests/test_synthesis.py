@@ -1238,3 +1238,35 @@ def test_a_domain_naming_an_evaluated_area_or_a_taken_domain_is_not_new() -> Non
     assert "evaluated area" in (domain_taken("Hotel booking", taken) or "")
     assert domain_taken("Beekeeping supplies", taken) is None
     assert domain_taken("Bike repair", taken) is None  # one shared word is not enough
+
+
+class FirstTryFails(WorldBackend):
+    """The world, but the first answer to each dialogue prompt is not YAML (a retry, with another seed, is fine)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def complete(self, request: Request) -> Completion:
+        out = super().complete(request)
+        stage, user = _stage(request)
+        if stage == "dialogues" and user not in self.seen:
+            self.seen.add(user)
+            out.text = "turns: [ {user: 'unclosed'\n```"
+        return out
+
+
+def test_a_refused_answer_is_asked_again_with_another_seed_and_both_tries_count(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    backend = FirstTryFails()
+    report = run_pipeline(_config(tmp_path, backend, evaluation, retries=1))
+    row = _row(report, "dialogues")
+    assert row["attempted"] == 20 and row["accepted"] == 10 and row["rejected_by_reason"] == "yaml: 10"
+    assert len(report.accepted) == 10
+    keys = [r["key"] for r in _journal(tmp_path, "dialogues")]
+    assert sum(k.endswith("#2") for k in keys) == 10
+    seeds = {r.seed for r in backend.requests if "Synthesis stage: dialogues." in r.prompt.messages[-1]["content"]}
+    assert len(seeds) == 20  # each try sampled with its own seed
+    again = run_pipeline(_config(tmp_path, FirstTryFails(), evaluation, retries=1))  # resumed: nothing asked again
+    assert _row(again, "dialogues")["calls"] == 0 and len(again.accepted) == 10

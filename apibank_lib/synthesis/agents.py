@@ -397,7 +397,8 @@ def apis_prompt(
     Args:
         domain: the domain name (from stage 1).
         n: how many APIs to invent.
-        references: evaluation APIs shown for their layout only.
+        references: evaluation APIs shown for their layout only (none: no layout shown; a small model copies the
+            references' names, and in the JSON form the schema holds the layout).
         form: ``yaml`` or ``json`` (:data:`FORMS`).
     """
     written = "YAML" if form == "yaml" else "JSON"
@@ -417,8 +418,12 @@ def apis_prompt(
         f"Invent {n} APIs that a service in this domain could plausibly offer.\n"
         + API_RULES
         + "\n\n"
-        "Two existing APIs show the layout (copy their form, not their names or purposes):\n"
-        f"{fenced(render_apis(references, form), form)}\n\n"
+        + (
+            "Two existing APIs show the layout (copy their form, not their names or purposes):\n"
+            f"{fenced(render_apis(references, form), form)}\n\n"
+            if references
+            else ""
+        )
         + answer
     )
     return _prompt("apis", system, user, LEAD, form)

@@ -113,11 +113,14 @@ class SynthesisConfig:
             (None: ``n_domains``). Asking for more than are used lets a long generation grow by domains: a later
             run with a larger ``n_domains`` reuses the same answer instead of asking again.
         lists: show the agents what to keep away from: the domains agent the evaluated areas, the taken domains
-            and two example domains; the request agent the requests already written for the domain. A capable
+            and two example domains; the APIs agent two evaluation APIs as layout references; the request agent
+            the requests already written for the domain. A capable
             model avoids them; a small one copies them (Qwen2.5-Coder-1.5B's domains began with the examples and
             went on through the list; it wrote one request three times), so the embedded models run without
             them: the pipeline drops taken domains itself, and the rotating focus API and deduplication keep the
             requests apart.
+        retries: how many times an answer the parser refuses is asked again (with another sampling seed; only
+            when sampling). Every try is counted and kept in the journal.
         apart_from: corpus files or folders the new corpus must stay apart from as from the evaluation: their
             API names are refused, their requests count as duplicates, and their domains are named to the
             domains agent as taken (e.g. ``data/train/corpus``, for a corpus of new APIs).
@@ -138,9 +141,12 @@ class SynthesisConfig:
     temperature: float = 0.7
     domains_asked: int | None = None
     lists: bool = True
+    retries: int = 0
     apart_from: Sequence[str | Path] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
+            raise ConfigError(f"synthesis retries must be a whole number of at least 0, not {self.retries!r}")
         if not isinstance(self.temperature, (int, float)) or not 0 <= self.temperature <= 2:
             raise ConfigError(f"synthesis temperature must be between 0 and 2, not {self.temperature!r}")
         if self.form is not None and self.form not in FORMS:
@@ -366,6 +372,7 @@ class _Run:
         self.form = config.form or ("json" if backend.constrains_json else "yaml")
         self.workers = config.concurrency if backend.concurrent else 1
         self.taken_domains: list[str] = []
+        self._tally_lock = threading.Lock()
         self.journals = {stage: _Journal(self.out / f"{stage}.jsonl") for stage in stages}
         self.stages = {stage: StageCounts() for stage in stages}
         self.rejections: list[SynthesisRejection] = []
@@ -388,13 +395,27 @@ class _Run:
     def attempt(
         self, stage: str, key: str, prompt: Prompt, parse: Callable[[str], Any], schema: dict[str, Any] | None = None
     ) -> _Outcome:
-        """Get the answer for ``key`` (from the journal, or the model) and parse it.
+        """Get the answer for ``key`` (from the journal, or the model) and parse it; an answer the parser refuses
+        is asked again, up to ``config.retries`` times, under the keys ``<key>#2``, ``<key>#3`` ... (another
+        sampling seed). Each refused try is counted in the stage and recorded; the last try is returned for the
+        caller to count.
 
         ``schema`` constrains the answer in the JSON form (ignored in the YAML form).
 
         Raises:
             BackendError: the server cannot be reached at all (nothing else can succeed either).
         """
+        outcome = self._attempt_once(stage, key, prompt, parse, schema)
+        tries = 1
+        while isinstance(outcome.error, SynthesisParseError) and tries <= self.config.retries and self.config.temperature:
+            self.tally(stage, outcome)
+            tries += 1
+            outcome = self._attempt_once(stage, f"{key}#{tries}", prompt, parse, schema)
+        return outcome
+
+    def _attempt_once(
+        self, stage: str, key: str, prompt: Prompt, parse: Callable[[str], Any], schema: dict[str, Any] | None
+    ) -> _Outcome:
         lead = prompt.lead if self.completion else ""
         schema = schema if self.form == "json" else None
         payload = {"messages": prompt.messages, "text": prompt.text, "lead": lead, "max_tokens": self.config.max_tokens}
@@ -469,6 +490,10 @@ class _Run:
 
     def tally(self, stage: str, outcome: _Outcome) -> bool:
         """Count an answer in its stage; record its rejection. True when it was accepted."""
+        with self._tally_lock:  # retries are counted from the worker threads
+            return self._tally(stage, outcome)
+
+    def _tally(self, stage: str, outcome: _Outcome) -> bool:
         c = self.stages[stage]
         c.attempted += 1
         c.prompt_tokens += outcome.prompt_tokens
@@ -527,7 +552,7 @@ class _Run:
     def apis(self, domains: list[_Domain]) -> dict[_Domain, list[ToolSchema]]:
         def one(domain: _Domain) -> _Outcome:
             n = self.config.apis_per_domain
-            prompt = apis_prompt(domain.name, n, self.references(domain), self.form)
+            prompt = apis_prompt(domain.name, n, self.references(domain) if self.config.lists else [], self.form)
             return self.attempt(
                 "apis", f"apis/{domain.slug}", prompt, lambda t: parse_apis(t, evaluation_names=self.eval_names),
                 stage_schemas.apis_schema(n),

@@ -61,7 +61,7 @@ def single_prompt(ability: str, references: list[ToolSchema], form: str = "yaml"
 
     Args:
         ability: ``call``, ``retrieve_call`` or ``plan_retrieve_call``.
-        references: evaluation APIs shown for their layout only.
+        references: evaluation APIs shown for their layout only (none: no layout shown, as with ``lists=False``).
         form: ``yaml`` or ``json``.
     """
     written = "YAML" if form == "yaml" else "JSON"
@@ -83,8 +83,12 @@ def single_prompt(ability: str, references: list[ToolSchema], form: str = "yaml"
         "service, away from alarms, reminders, agendas, meetings, banking, stocks, hotels, health, weather, "
         "translation, email, music and accounts.\n"
         f"Invent {high} APIs of that service. Rules for the APIs:\n" + API_RULES
-        + "\n\nTwo existing APIs show the layout of an API (copy their form, not their names or purposes):\n"
-        + fenced(render_apis(references, form), form)
+        + (
+            "\n\nTwo existing APIs show the layout of an API (copy their form, not their names or purposes):\n"
+            + fenced(render_apis(references, form), form)
+            if references
+            else ""
+        )
         + f"\n\nThen write a dialogue of the ability {ability}, where {ABILITY_TEXT[ability]} "
         f"The user's request needs {low} to {high} of your APIs and gives every detail the calls need: names, dates in "
         "2023, numbers, codes.\n"
@@ -169,7 +173,7 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
             break
         ability = ABILITY_CYCLE[(start + number - 1) % len(ABILITY_CYCLE)]
         refs = [tools.schema(n) for n in random.Random(f"{config.seed}:single:{number}:references").sample(names, 2)]
-        prompt = single_prompt(ability, refs, run.form)
+        prompt = single_prompt(ability, refs if config.lists else [], run.form)
         schema = stage_schemas.example_schema(ability, API_LIMITS[ability][1])
         outcome = run.attempt(
             "examples",
