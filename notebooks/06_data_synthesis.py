@@ -48,6 +48,8 @@ DIALOGUES_PER_DOMAIN = 1
 SINGLE_EXAMPLES = 1  # whole examples asked of the single agent
 MAX_TOKENS = 1024
 FORM = None  # "json" (schema-constrained) or "yaml"; None: json where the backend constrains output
+LISTS = False  # show the agents lists and examples to keep away from (for capable models; small ones copy them)
+RETRIES = 2  # ask again when the parser refuses an answer (with another sampling seed)
 CONCURRENCY = 1
 SEED = 0
 OUT = None  # the synthesis folder (resumable); None: a temporary one
@@ -61,7 +63,7 @@ CORPUS = None  # the hand-written corpus; None: data/train/corpus
 out = Path(OUT) if OUT else Path(tempfile.mkdtemp(prefix="synthesis-"))
 config = SynthesisConfig(BACKEND, out / "multi-agent", n_domains=N_DOMAINS, apis_per_domain=APIS_PER_DOMAIN,
                          dialogues_per_domain=DIALOGUES_PER_DOMAIN, concurrency=CONCURRENCY, seed=SEED,
-                         max_tokens=MAX_TOKENS, form=FORM)
+                         max_tokens=MAX_TOKENS, form=FORM, lists=LISTS, retries=RETRIES)
 synthesis = run_pipeline(config)
 analysis.save_table(synthesis.table(), "synthesis_stages")
 synthesis.table()
@@ -73,7 +75,8 @@ synthesis.rejections_table().head(20)
 # ## The single agent, on the same model
 
 # %%
-single_config = SynthesisConfig(BACKEND, out / "single-agent", seed=SEED, max_tokens=MAX_TOKENS, form=FORM)
+single_config = SynthesisConfig(BACKEND, out / "single-agent", seed=SEED, max_tokens=MAX_TOKENS, form=FORM, lists=LISTS,
+                                retries=RETRIES)
 single = run_single_agent(single_config, examples=SINGLE_EXAMPLES)
 single.table()
 

@@ -495,6 +495,12 @@ def test_a_tester_rejection_is_reported_with_its_reason(
     assert list(rejected["reason"]) == ["grounding"] and list(rejected["stage"]) == ["tester"]
     assert "repeats none of their values" in rejected["message"].iloc[0]
     assert [r["ok"] for r in _journal(tmp_path, "tester")].count(False) == 1
+    # A review sheet can hold refused dialogues too, with the tester's reason, for its agreement on both sides.
+    from apibank_lib.synthesis import records
+
+    sheet = records.review_sheet(tmp_path, n=3, rejected=5)
+    rows = sheet.read_text(encoding="utf-8").splitlines()[1:]
+    assert len(rows) == 4 and rows[-1].startswith("kayak_lessons-call-1,grounding,")
     assert "kayak_lessons-call-1" not in {d.id for d in report.accepted}
 
 

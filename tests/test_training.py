@@ -306,3 +306,22 @@ def test_searches_are_checked_with_the_real_tool_searcher(corpus: Path) -> None:
     assert list(table["dialogue"]) == ["kite-retrieve-1", "kite-retrieve-1", "kite-plan-1", "kite-plan-1"]
     assert list(table["intended"]) == ["KiteShopLogin", "BookKiteRepair"] * 2
     assert table["hit"].all()  # "kite shop sign in" and "book a kite repair" find their APIs among the two
+
+
+def test_the_model_made_corpus_passes_the_tester_and_stays_apart_from_ours() -> None:
+    from apibank_lib.formats.train_corpus import default_corpus_dir
+    from apibank_lib.paths import DATA_DIR
+    from apibank_lib.synthesis.tester import evaluation_texts
+
+    made = DATA_DIR / "train" / "synthesized" / "multi-agent" / "corpus"
+    assert made.is_dir(), "the model-made corpus is shipped (apibank synthesize, data/train/synthesized/README.md)"
+    report = check_corpus(made)
+    counts = report.counts()
+    assert counts["rejected"] == 0 and counts["apis_rejected"] == 0, [str(r) for r in report.rejected[:5]]
+    # Apart from our hand-written corpus as from the evaluation: no API name of ours, no near-duplicate request.
+    ours = check_corpus(default_corpus_dir())
+    names, requests = evaluation_texts()
+    openings = [d.requirement if d.ability == "plan_retrieve_call" else d.turns[0].text for d in ours.accepted]
+    apart = check_corpus(made, evaluation_names=[*names, *ours.schemas], evaluation_requests=[*requests, *openings])
+    assert apart.counts()["rejected"] == 0 and apart.counts()["apis_rejected"] == 0, [str(r) for r in apart.rejected[:5]]
+    assert not set(report.schemas) & set(ours.schemas)

@@ -377,7 +377,7 @@ def parse_domains(text: str) -> list[str]:
 
 _API_KEYS = {"name", "description", "input_parameters", "output_parameters"}
 
-API_RULES = """- Names are CamelCase and say what is specific to the domain (SearchBoatRentals, not Search).
+API_RULES = """- Names are CamelCase and name the action and the thing it acts on in this domain, never a bare verb.
 - Invent new names: never reuse the name of an API shown here or of another existing service's API.
 - One plain sentence per description; a date or time says its format, such as %Y-%m-%d.
 - Parameter names are lower-case identifiers (pickup_city); vary them from one API to the next.
@@ -648,7 +648,9 @@ response: "Boat RB-7 is hired for Ana Silva at Lake Bled on July 14; the hire co
 }
 
 
-def dialogue_prompt(domain: str, schemas: Sequence[ToolSchema], draft: RequestDraft, form: str = "yaml") -> Prompt:
+def dialogue_prompt(
+    domain: str, schemas: Sequence[ToolSchema], draft: RequestDraft, form: str = "yaml", *, example: bool = True
+) -> Prompt:
     """Ask for the dialogue (or plan) that fulfils ``draft`` with the APIs it chose.
 
     Args:
@@ -656,6 +658,8 @@ def dialogue_prompt(domain: str, schemas: Sequence[ToolSchema], draft: RequestDr
         schemas: the APIs the request uses (stage 3's choice), in order.
         draft: the request (stage 3).
         form: ``yaml`` or ``json`` (:data:`FORMS`).
+        example: show a worked example from another domain (a small model copies its names and values, and in
+            the JSON form the schema holds the shape: the pipeline leaves it out with ``lists=False``).
     """
     written = "YAML" if form == "yaml" else "JSON"
     answer = (
@@ -673,8 +677,12 @@ def dialogue_prompt(domain: str, schemas: Sequence[ToolSchema], draft: RequestDr
         f"Ability: {draft.ability}, where {ABILITY_TEXT[draft.ability]}\n"
         f"The user's request: {draft.request}\n\n"
         f"{SHAPE_RULES[draft.ability]}\n\n"
-        "An example of the form, from another domain (its APIs are not yours):\n"
-        f"{fenced(in_form(EXAMPLES[draft.ability], form), form)}\n\n"
+        + (
+            "An example of the form, from another domain (its APIs are not yours):\n"
+            f"{fenced(in_form(EXAMPLES[draft.ability], form), form)}\n\n"
+            if example
+            else ""
+        )
         + answer
     )
     return _prompt("dialogues", system, user, LEAD, form)

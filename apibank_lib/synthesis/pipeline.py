@@ -114,7 +114,9 @@ class SynthesisConfig:
             run with a larger ``n_domains`` reuses the same answer instead of asking again.
         lists: show the agents what to keep away from: the domains agent the evaluated areas, the taken domains
             and two example domains; the APIs agent two evaluation APIs as layout references; the request agent
-            the requests already written for the domain. A capable
+            the requests already written for the domain; the dialogue agent a worked example from another domain
+            (Qwen2.5-Coder-1.5B wrote boat-rental APIs for most domains after a rule's example name, and copied
+            the example dialogue's values). A capable
             model avoids them; a small one copies them (Qwen2.5-Coder-1.5B's domains began with the examples and
             went on through the list; it wrote one request three times), so the embedded models run without
             them: the pipeline drops taken domains itself, and the rotating focus API and deduplication keep the
@@ -629,7 +631,7 @@ class _Run:
         def one(slot: _Slot) -> _Outcome:
             by_name = {s.name: s for s in apis[slot.domain]}
             chosen = [by_name[a] for a in slot.draft.apis]
-            prompt = dialogue_prompt(slot.domain.name, chosen, slot.draft, self.form)
+            prompt = dialogue_prompt(slot.domain.name, chosen, slot.draft, self.form, example=self.config.lists)
             path = str(self.out / "corpus" / f"{slot.domain.slug}.yaml")
             return self.attempt(
                 "dialogues",

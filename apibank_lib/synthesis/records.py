@@ -31,6 +31,7 @@ __all__ = [
     "read_counts",
     "stage_table",
     "accepted_ids",
+    "tester_rejected",
     "review_sheet",
     "read_review",
     "method_comparison",
@@ -119,9 +120,25 @@ def accepted_ids(folder: str | Path) -> list[str]:
     return [d.id for p in corpus_files(corpus) for d in read_corpus_file(p).dialogues]
 
 
-def review_sheet(folder: str | Path, n: int = 50, *, seed: int = 0, path: str | Path | None = None) -> Path:
-    """Write a review sheet of ``n`` accepted dialogues drawn at random (seeded), for a reviewer to fill in the
-    ``usable``, ``standard``, ``note`` and ``reviewer`` columns; an existing sheet is never overwritten.
+def tester_rejected(folder: str | Path) -> dict[str, str]:
+    """The dialogues the tester judged and refused, by id, with its reason (from ``tester.jsonl``)."""
+    path = Path(folder) / "tester.jsonl"
+    if not path.is_file():
+        return {}
+    latest: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        latest[rec["key"]] = rec
+    return {rec["id"]: rec["reason"] for rec in latest.values() if not rec["ok"]}
+
+
+def review_sheet(
+    folder: str | Path, n: int = 50, *, rejected: int = 0, seed: int = 0, path: str | Path | None = None
+) -> Path:
+    """Write a review sheet of ``n`` accepted dialogues and ``rejected`` dialogues the tester refused, drawn at
+    random (seeded), for a reviewer to fill in the ``usable``, ``standard``, ``note`` and ``reviewer`` columns
+    (refused ones let the tester's agreement with the review be measured on both sides); an existing sheet is
+    never overwritten.
 
     Returns:
         The sheet's path (default ``<folder>/review.csv``).
@@ -131,12 +148,15 @@ def review_sheet(folder: str | Path, n: int = 50, *, seed: int = 0, path: str | 
     if out.exists():
         return out
     ids = accepted_ids(folder)
-    chosen = sorted(random.Random(seed).sample(ids, min(n, len(ids))), key=ids.index)
+    chosen = [(i, "accepted") for i in sorted(random.Random(seed).sample(ids, min(n, len(ids))), key=ids.index)]
+    refused = tester_rejected(folder)
+    picked = sorted(random.Random(f"{seed}:rejected").sample(sorted(refused), min(rejected, len(refused))))
+    chosen += [(i, refused[i]) for i in picked]
     with out.open("w", encoding="utf-8", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=REVIEW_COLUMNS)
         writer.writeheader()
-        for dialogue_id in chosen:
-            writer.writerow({"id": dialogue_id, "tester": "accepted"})
+        for dialogue_id, verdict in chosen:
+            writer.writerow({"id": dialogue_id, "tester": verdict})
     return out
 
 
@@ -183,8 +203,9 @@ def method_comparison(folders: Mapping[str, str | Path], *, level: float = 0.95)
     Columns: the model; answers that were to hold a dialogue; dialogues the tester accepted; the usable rate by
     the tester (accepted / answers, unparseable answers counted unusable) with a Wilson interval; the tester's own
     rejection rate (of the dialogues that reached it); where the folder has a filled-in ``review.csv``, the
-    reviewed count, the usable rate by the review with its interval, and the tester's agreement with the review
-    (the share of reviewed dialogues on which both say the same); tokens and CPU seconds per accepted dialogue.
+    reviewed count (accepted, and refused by the tester), the usable rate of the accepted ones by the review with its
+    interval, and the tester's agreement with the review (the share of all reviewed dialogues on which both say the
+    same); tokens and CPU seconds per accepted dialogue.
     """
     import pandas as pd
 
@@ -211,13 +232,16 @@ def method_comparison(folders: Mapping[str, str | Path], *, level: float = 0.95)
         review_path = Path(folder) / "review.csv"
         review = read_review(review_path) if review_path.is_file() else None
         if review is not None and len(review):
-            usable = int(review["usable"].sum())
-            r_low, r_high = wilson_interval(usable, len(review), level)
+            # The usable rate is the accepted dialogues'; the agreement counts refused ones reviewed too.
+            kept = review[review["tester"] == "accepted"]
+            usable = int(kept["usable"].sum())
+            r_low, r_high = wilson_interval(usable, len(kept), level)
             agree = sum((t == "accepted") == u for t, u in zip(review["tester"], review["usable"]))
             row.update(
                 {
-                    "reviewed": len(review),
-                    "usable (review) %": round(100 * usable / len(review), 1),
+                    "reviewed": len(kept),
+                    "reviewed refused": len(review) - len(kept),
+                    "usable (review) %": round(100 * usable / len(kept), 1) if len(kept) else None,
                     "review low": round(100 * r_low, 1),
                     "review high": round(100 * r_high, 1),
                     "tester agrees %": round(100 * agree / len(review), 1),
@@ -225,7 +249,7 @@ def method_comparison(folders: Mapping[str, str | Path], *, level: float = 0.95)
                 }
             )
         else:
-            row.update({"reviewed": 0, "usable (review) %": None, "review low": None, "review high": None, "tester agrees %": None, "reviewer": ""})
+            row.update({"reviewed": 0, "reviewed refused": 0, "usable (review) %": None, "review low": None, "review high": None, "tester agrees %": None, "reviewer": ""})
         row["tokens per accepted"] = round(tokens / accepted) if accepted else None
         row["CPU s per accepted"] = round(cpu / accepted, 1) if accepted else None
         rows.append(row)

@@ -93,8 +93,7 @@ def single_prompt(ability: str, references: list[ToolSchema], form: str = "yaml"
         f"The user's request needs {low} to {high} of your APIs and gives every detail the calls need: names, dates in "
         "2023, numbers, codes.\n"
         + SHAPE_RULES[ability]
-        + "\n\nAn example dialogue, from another domain (its APIs are not yours):\n"
-        + fenced(example, form)
+        + ("\n\nAn example dialogue, from another domain (its APIs are not yours):\n" + fenced(example, form) if references else "")
         + "\n\n"
         + answer
     )
