@@ -90,7 +90,8 @@ single.table()
 
 # %%
 recorded = Path(RECORDS) if RECORDS else DATA_DIR / "train" / "synthesized"
-methods = {name: recorded / folder for name, folder in (("multi-agent", "multi-agent"), ("single agent", "single-agent"))}
+folders = (("multi-agent", "multi-agent"), ("single agent", "single-agent"), ("multi-agent, attempt 1", "attempt-1/multi-agent"))
+methods = {name: recorded / folder for name, folder in folders}
 methods = {name: folder for name, folder in methods.items() if (folder / "report.json").is_file()}
 print(f"generation records in {recorded}: {', '.join(methods) or 'none'}")
 
