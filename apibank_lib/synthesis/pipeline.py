@@ -69,7 +69,7 @@ from apibank_lib.synthesis.agents import (
     schema_entry,
     slugify,
 )
-from apibank_lib.synthesis.tester import check_corpus, evaluation_texts
+from apibank_lib.synthesis.tester import check_corpus, evaluation_texts, opening
 from apibank_lib.types import Context, ToolSchema
 
 __all__ = ["SynthesisConfig", "SynthesisReport", "StageCounts", "SynthesisRejection", "run_pipeline", "ABILITY_CYCLE"]
@@ -371,7 +371,7 @@ class _Run:
         # and a closing fence ends it.
         self.completion = completion
         self.stop = ["```"] if completion else None
-        self.form = config.form or ("json" if backend.constrains_json else "yaml")
+        self.form = answer_form(config, backend)
         self.workers = config.concurrency if backend.concurrent else 1
         self.taken_domains: list[str] = []
         self._tally_lock = threading.Lock()
@@ -758,6 +758,11 @@ def _check_identity(out: Path, identity: dict[str, Any]) -> None:
     path.write_text(json.dumps(identity, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
 
+def answer_form(config: SynthesisConfig, backend: Backend) -> str:
+    """The agents' answer form: the config's, else ``json`` where the backend constrains output, else ``yaml``."""
+    return config.form or ("json" if backend.constrains_json else "yaml")
+
+
 def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequence[str] = STAGES) -> _Run:
     """The backend built, the folder's identity checked (``method`` is part of it, so the single agent and the
     pipeline never share a folder), and the evaluation texts the corpus must stay apart from."""
@@ -772,7 +777,7 @@ def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequ
         )
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    form = config.form or ("json" if backend.constrains_json else "yaml")
+    form = answer_form(config, backend)
     identity: dict[str, Any] = {"backend": backend.identity(), "max_tokens": config.max_tokens}
     if config.temperature:
         identity["temperature"] = config.temperature  # absent when greedy, as folders made before sampling
@@ -792,7 +797,7 @@ def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequ
     if config.apart_from:
         report = check_corpus(list(config.apart_from), evaluation_names=[], evaluation_requests=[])
         names += sorted(report.schemas)
-        requests += [d.requirement if d.ability == "plan_retrieve_call" else next((t.text for t in d.turns if t.role == "user"), "") for d in report.accepted]
+        requests += [opening(d) for d in report.accepted]
         taken = sorted({f.domain for f in report.files})
     run = _Run(config, backend, names, requests, stages)
     run.taken_domains = taken

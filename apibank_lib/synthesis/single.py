@@ -37,6 +37,7 @@ from apibank_lib.synthesis.agents import (
     slugify,
     SHAPE_RULES,
 )
+from apibank_lib.synthesis.tester import opening
 from apibank_lib.synthesis.pipeline import (
     ABILITY_CYCLE,
     SynthesisConfig,
@@ -190,13 +191,7 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
         domain = _Domain(example.domain, slugify(example.domain))
         apis.setdefault(domain, []).extend(example.apis)
         called = tuple(t.call.name for t in example.dialogue.api_turns if t.call is not None and t.call.name != SEARCHER)
-        draft = RequestDraft(ability, tuple(dict.fromkeys(called)), _opening(example.dialogue))
+        draft = RequestDraft(ability, tuple(dict.fromkeys(called)), opening(example.dialogue))
         drafted.append((_Slot(domain, number, example.dialogue.id, draft), example.dialogue))
     accepted = run.tester(drafted, apis)
     return finish_run(run, accepted, apis)
-
-
-def _opening(d: CorpusDialogue) -> str:
-    if d.ability == "plan_retrieve_call":
-        return d.requirement or ""
-    return next((t.text for t in d.turns if t.role == "user"), "")

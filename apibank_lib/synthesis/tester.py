@@ -44,7 +44,7 @@ from apibank_lib.formats.train_corpus import (
 )
 from apibank_lib.types import ToolSchema
 
-__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts"]
+__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening"]
 
 REASONS = ("format", "api", "parameters", "result", "grounding", "shape", "duplicate")
 """The rejection reasons, in the order the checks run."""
@@ -345,7 +345,8 @@ def check_dialogue(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[s
     return None
 
 
-def _opening(d: CorpusDialogue) -> str:
+def opening(d: CorpusDialogue) -> str:
+    """A dialogue's request: its first user turn (a plan's requirement)."""
     if d.ability == "plan_retrieve_call":
         return d.requirement or ""
     return next((t.text for t in d.turns if t.role == "user"), "")
@@ -415,7 +416,7 @@ def check_corpus(
                 report.rejected.append(Rejection(d.where, d.id, *verdict))
                 continue
             ids.add(d.id)
-            openings.append((_shingles(_opening(d)), d.id))
+            openings.append((_shingles(opening(d)), d.id))
             report.accepted.append(d)
     return report
 
@@ -433,7 +434,7 @@ def _duplicate(
 ) -> tuple[str, str] | None:
     if d.id in ids:
         return "duplicate", f"the id {d.id} is used twice"
-    sh = _shingles(_opening(d))
+    sh = _shingles(opening(d))
     for other, oid in openings:
         if _jaccard(sh, other) >= threshold:
             return "duplicate", f"its request nearly repeats {oid}'s"
