@@ -563,6 +563,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         retries=args.retries,
         domains_asked=args.domains_asked,
         apart_from=args.apart_from or (),
+        clarify=not args.no_clarify,
     )
     if args.single_agent is not None:
         report = run_single_agent(config, examples=args.single_agent, token_budget=args.token_budget)
@@ -907,6 +908,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-lists", action="store_true",
         help="do not show the agents what to keep away from (evaluated areas, taken domains, earlier requests): small "
         "models copy them; the pipeline filters instead",
+    )
+    p.add_argument(
+        "--no-clarify", action="store_true",
+        help="in the JSON form, dialogues call at once (no question and answer before the calls): small models write "
+        "the calls as text into that question",
     )
     p.add_argument(
         "--apart-from", nargs="+", default=None, metavar="CORPUS",

@@ -106,7 +106,8 @@ class Prompt:
         text: the same content flattened for completion models; ends with ``lead``,
             where the model should continue.
         tools: the APIs described (for native tool calling).
-        source: ``"ours"`` or ``"official-test-data"``.
+        source: ``"ours"`` or ``"official-test-data"`` (an evaluation prompt), or ``"synthesis:<stage>"`` (a
+            synthesis agent's).
         lead: the text the answer starts with (``API-Request:`` or ``AI:``).
     """
 

@@ -236,9 +236,9 @@ SMALL = {"n_domains": 2, "apis_per_domain": 3, "dialogues_per_domain": 5}
 
 def _stage(request: Request) -> tuple[str, str]:
     user = request.prompt.messages[-1]["content"]
-    stage = re.search(r"Synthesis stage: (\w+)\.", user)
-    assert stage is not None, user[:200]
-    return stage.group(1), user
+    source = request.prompt.source
+    assert source.startswith("synthesis:"), source
+    return source.removeprefix("synthesis:"), user
 
 
 def _field(text: str, name: str) -> str:
@@ -844,7 +844,7 @@ def test_prompts_are_chat_messages_and_completion_text_with_a_lead(kayak_schemas
     for p, stage in zip(prompts, ["domains", "apis", "requests", "dialogues"]):
         assert [m["role"] for m in p.messages] == ["system", "user"]
         assert p.text.endswith(p.lead) and p.messages[1]["content"] in p.text
-        assert f"Synthesis stage: {stage}." in p.messages[1]["content"]
+        assert p.source == f"synthesis:{stage}" and "stage" not in p.text.lower()
     assert "Name 7 different" in prompts[0].text and prompts[0].lead == LIST_LEAD
     assert "name: AddAlarm" in prompts[1].text and "Invent 6 APIs" in prompts[1].text
     assert "- Book L-1 for me." in prompts[2].text and "name: CancelKayakLesson" in prompts[2].text
@@ -927,6 +927,11 @@ TESTER_CASES = [
     ("format", "missing id", _variant("  - id: k-call-1\n    ability", "  - ability")),
     ("format", "ability must be one of", _variant("ability: call", "ability: chat")),
     ("format", "holds a single quote", _variant("lake='Lake Orta'", 'lake="Lake O\'Orta"')),
+    (
+        "format",
+        "turn 3: the assistant writes an API call as text",
+        _variant('- ai: "Lesson L-31', '- ai: "I will run BookKayakLesson(lesson_id=\'L-31\') next. Lesson L-31'),
+    ),
     # api
     (
         "api",
@@ -936,6 +941,10 @@ TESTER_CASES = [
     # parameters
     ("parameters", "has no parameter boat", _variant("day='2023-08-05')", "day='2023-08-05', boat='x')")),
     ("parameters", "misses the required day", _variant(", day='2023-08-05')", ")")),
+    ("parameters", "lake='your_lake' is a placeholder", _variant("lake='Lake Orta'", "lake='your_lake'")),
+    ("parameters", "lake='My Lake' is a placeholder", _variant("lake='Lake Orta'", "lake='My Lake'")),
+    ("parameters", "lake='<lake>' is a placeholder", _variant("lake='Lake Orta'", "lake='<lake>'")),
+    ("parameters", "student='John Doe' is a placeholder", _variant("student='Tom Reyes'", "student='John Doe'", RETRIEVE)),
     (
         "parameters",
         "ToolSearcher takes exactly one non-empty keywords",
@@ -1086,6 +1095,34 @@ def test_the_json_form_writes_the_same_corpus_as_the_yaml_form(tmp_path: Path, e
     assert all(r["schema"] for r in _journal(tmp_path / "json", "dialogues"))
 
 
+def test_a_placeholder_the_user_said_is_a_value(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    said = _variant("Lake Orta on", "My Lake on", _variant("lake='Lake Orta'", "lake='My Lake'"))
+    report = _judge_one(tmp_path, said, evaluation)
+    assert [d.id for d in report.accepted] == ["k-call-1"], report.rejected
+
+
+def test_without_clarifying_the_dialogue_schema_calls_at_once_and_values_open_with_no_bracket() -> None:
+    import jsonschema
+
+    from apibank_lib.synthesis.schemas import dialogue_schema
+
+    schemas = {s.name: s for s in parse_apis(KAYAK_APIS)}
+    book = schemas["BookKayakLesson"]
+    good = yaml.safe_load(KAYAK[2]["dialogue"])
+    asking = json.loads(json.dumps(good))
+    asking["turns"][1:1] = [{"ai": "Which lesson?"}, {"user": "L-22, please."}]
+    jsonschema.validate(asking, dialogue_schema("retrieve_call", [book]))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(asking, dialogue_schema("retrieve_call", [book], clarify=False))
+    jsonschema.validate(good, dialogue_schema("retrieve_call", [book], clarify=False))
+    bracket = json.loads(json.dumps(good))
+    bracket["turns"][2]["api"] = bracket["turns"][2]["api"].replace("lesson_id='", "lesson_id=')")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bracket, dialogue_schema("retrieve_call", [book]))
+    prompt = dialogue_prompt("Kayak lessons", [book], _draft(KAYAK[0]), "json", clarify=False)
+    assert "Ask the user" not in prompt.text and "call at once" in prompt.text
+
+
 def test_the_dialogue_schema_allows_only_the_chosen_apis_and_their_parameters() -> None:
     import jsonschema
 
@@ -1232,7 +1269,7 @@ def test_a_generation_grows_by_domains_without_asking_for_them_again(
     grown = run_pipeline(_config(tmp_path, backend, evaluation, n_domains=2, domains_asked=2))
     assert _row(grown, "domains")["resumed"] == 1 and _row(grown, "apis")["resumed"] == 1
     assert len(grown.accepted) == 10 and "Name 2 different" in str(_journal(tmp_path, "domains")[0]["prompt"])
-    assert not any("Synthesis stage: domains." in r.prompt.messages[-1]["content"] for r in backend.requests)
+    assert not any(r.prompt.source == "synthesis:domains" for r in backend.requests)
 
 
 def test_a_domain_naming_an_evaluated_area_or_a_taken_domain_is_not_new() -> None:
@@ -1272,7 +1309,7 @@ def test_a_refused_answer_is_asked_again_with_another_seed_and_both_tries_count(
     assert len(report.accepted) == 10
     keys = [r["key"] for r in _journal(tmp_path, "dialogues")]
     assert sum(k.endswith("#2") for k in keys) == 10
-    seeds = {r.seed for r in backend.requests if "Synthesis stage: dialogues." in r.prompt.messages[-1]["content"]}
+    seeds = {r.seed for r in backend.requests if r.prompt.source == "synthesis:dialogues"}
     assert len(seeds) == 20  # each try sampled with its own seed
     again = run_pipeline(_config(tmp_path, FirstTryFails(), evaluation, retries=1))  # resumed: nothing asked again
     assert _row(again, "dialogues")["calls"] == 0 and len(again.accepted) == 10

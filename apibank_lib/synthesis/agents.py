@@ -110,7 +110,10 @@ constrains (:func:`stage_schema`; a backend with :attr:`~apibank_lib.backends.ba
 API_LIMITS: dict[str, tuple[int, int]] = {"call": (1, 4), "retrieve_call": (1, 4), "plan_retrieve_call": (2, 3)}
 """How many of the domain's APIs a request of each ability may use (a plan needs two or three)."""
 
-_STAGE_MARK = "Synthesis stage: {stage}."
+STAGE_SOURCE = "synthesis:{stage}"
+"""A synthesis prompt's :attr:`~apibank_lib.prompts.Prompt.source`: which stage asks (journals and scripted test
+backends read it). The stage is not written into the prompt text: a small model copies it into the names it
+invents."""
 
 
 class SynthesisParseError(DataError):
@@ -190,9 +193,8 @@ def _load(payload: str, stage: str) -> Any:
 def _prompt(stage: str, system: str, user: str, lead: str, form: str = "yaml") -> Prompt:
     if form == "json":
         lead = JSON_LEAD
-    user = _STAGE_MARK.format(stage=stage) + "\n" + user
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    return Prompt(messages, f"{system}\n\n{user}\n\n{lead}", lead=lead)
+    return Prompt(messages, f"{system}\n\n{user}\n\n{lead}", source=STAGE_SOURCE.format(stage=stage), lead=lead)
 
 
 def schema_entry(schema: ToolSchema) -> dict[str, Any]:
@@ -607,11 +609,13 @@ DIALOGUE_RULES = """Rules for every dialogue:
 - A value in a call comes from what the user said or from an earlier result, copied exactly. Dates are in 2023, in the format the parameter's description gives.
 - The assistant's reply after the last results repeats a concrete value from them (a code, a number, a name)."""
 
+_ASK_RULE = "\n- Ask the user for a missing detail before calling, as a careful assistant would."
+
 SHAPE_RULES = {
     "call": """Rules for this ability:
 - turns: the first is the user's (user:), then assistant replies (ai:) and calls (api: with output:); the last is an ai: reply.
-- The assistant already knows the APIs: it never calls ToolSearcher.
-- Ask the user for a missing detail before calling, as a careful assistant would.""",
+- The assistant already knows the APIs: it never calls ToolSearcher."""
+    + _ASK_RULE,
     "retrieve_call": """Rules for this ability:
 - turns: the first is the user's (user:), then assistant replies (ai:) and calls (api: with output:); the last is an ai: reply.
 - Before the first call of each API, a search: api: ToolSearcher(keywords='...') with two to six plain words describing the need, never the API's name, and no output. The next call is the API it found.""",
@@ -619,6 +623,12 @@ SHAPE_RULES = {
 - requirement: the user's request in one sentence; steps: searches and calls; response: the final answer stating the results. No user: or ai: turns.
 - In steps, each API's first call comes right after api: ToolSearcher(keywords='...') with two to six plain words describing the need, never the API's name, and no output.""",
 }
+
+
+def _shape_rules(ability: str, clarify: bool) -> str:
+    rules = SHAPE_RULES[ability]
+    return rules if clarify else rules.replace(_ASK_RULE, "\n- The request gives every detail: call at once.")
+
 
 # Worked examples in an invented domain; they pass our tester.
 EXAMPLES = {
@@ -649,7 +659,13 @@ response: "Boat RB-7 is hired for Ana Silva at Lake Bled on July 14; the hire co
 
 
 def dialogue_prompt(
-    domain: str, schemas: Sequence[ToolSchema], draft: RequestDraft, form: str = "yaml", *, example: bool = True
+    domain: str,
+    schemas: Sequence[ToolSchema],
+    draft: RequestDraft,
+    form: str = "yaml",
+    *,
+    example: bool = True,
+    clarify: bool = True,
 ) -> Prompt:
     """Ask for the dialogue (or plan) that fulfils ``draft`` with the APIs it chose.
 
@@ -660,6 +676,8 @@ def dialogue_prompt(
         form: ``yaml`` or ``json`` (:data:`FORMS`).
         example: show a worked example from another domain (a small model copies its names and values, and in
             the JSON form the schema holds the shape: the pipeline leaves it out with ``lists=False``).
+        clarify: the assistant may ask for a missing detail before calling (``clarify=False``: the request gives
+            every value and the dialogue calls at once, as the pipeline's ``clarify`` setting says).
     """
     written = "YAML" if form == "yaml" else "JSON"
     answer = (
@@ -676,7 +694,7 @@ def dialogue_prompt(
         f"APIs to use:\n{fenced(render_apis(schemas, form), form)}\n\n"
         f"Ability: {draft.ability}, where {ABILITY_TEXT[draft.ability]}\n"
         f"The user's request: {draft.request}\n\n"
-        f"{SHAPE_RULES[draft.ability]}\n\n"
+        f"{_shape_rules(draft.ability, clarify)}\n\n"
         + (
             "An example of the form, from another domain (its APIs are not yours):\n"
             f"{fenced(in_form(EXAMPLES[draft.ability], form), form)}\n\n"

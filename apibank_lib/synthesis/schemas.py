@@ -60,7 +60,9 @@ _WORD = "[A-Za-z][A-Za-z&'-]{0,9}[A-Za-z]"
 _DOMAIN = {"type": "string", "pattern": f"^[A-Z][A-Za-z&'-]{{0,9}}[A-Za-z]( {_WORD}){{0,2}}$"}
 """A domain name of one to three words of at most 11 letters (the parser takes up to five words in 40 characters;
 a longer grammar lets a model run on into a sentence)."""
-_VALUE = "'[^'\\n]{0,120}'"  # a single-quoted value without a single quote (the corpus's call syntax)
+_VALUE = "'([^'\\n()\\[\\]{}<>][^'\\n]{0,119})?'"
+"""A single-quoted value (the corpus's call syntax) without a single quote, and not opening with a bracket: a
+grammar lets a small model start a value with the bracket it meant to close (``rate=')4.5'``)."""
 _IDENT = "[a-z][a-z0-9_]{0,30}"
 
 
@@ -134,7 +136,9 @@ def _sequence(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "array", "prefixItems": list(items), "items": False, "minItems": len(items), "maxItems": len(items)}
 
 
-def dialogue_schema(ability: str, schemas: Sequence[ToolSchema] | None, request: str | None = None) -> dict[str, Any]:
+def dialogue_schema(
+    ability: str, schemas: Sequence[ToolSchema] | None, request: str | None = None, *, clarify: bool = True
+) -> dict[str, Any]:
     """A dialogue of ``ability`` over ``schemas``, in their order (None: over APIs not known yet, as the single
     agent writes them).
 
@@ -144,7 +148,8 @@ def dialogue_schema(ability: str, schemas: Sequence[ToolSchema] | None, request:
     for each API, and the response. Calls name only their API and its parameters, required ones first; results
     hold the API's output parameters. Over unknown APIs, the turns are free in order and any CamelCase call.
     ``request``, where given, is the user's first turn (the plan's requirement) word for word: the request agent
-    wrote it, and a small model otherwise copies the example's.
+    wrote it, and a small model otherwise copies the example's. ``clarify=False`` leaves out the question and
+    answer before the calls: a small model fills that exchange with the calls written as text.
     """
     if schemas is None:
         return _free_dialogue(ability)
@@ -158,6 +163,8 @@ def dialogue_schema(ability: str, schemas: Sequence[ToolSchema] | None, request:
         return _obj({"ability": {"const": ability}, "requirement": opening, "steps": _sequence(calls), "response": _TEXT})
     first = _obj({"user": opening})
     direct = _sequence([first, *calls, _AI])
+    if not clarify:
+        return _obj({"ability": {"const": ability}, "turns": direct})
     asking = _sequence([first, _AI, _USER, *calls, _AI])
     return _obj({"ability": {"const": ability}, "turns": {"anyOf": [direct, asking]}})
 

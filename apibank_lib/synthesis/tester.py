@@ -3,11 +3,14 @@
 The checks follow the data standards of the paper's tester, made explicit:
 
 * ``format``: the dialogue has an id, a known ability, well-formed turns and
-  calls that parse; the first turn is the user's.
+  calls that parse; the first turn is the user's; no assistant turn writes an
+  API call as text (calls are API turns).
 * ``api``: every called API is defined (``ToolSearcher`` is the one shared
   API), with a CamelCase name that is not an evaluation API's (or a near copy).
 * ``parameters``: only declared parameter names, every required one given,
-  values that fit the declared type (``int``, ``float``, ``bool``).
+  values that fit the declared type (``int``, ``float``, ``bool``), and no
+  placeholder the user never said (``your_session_key``, ``<date>``, ``...``,
+  ``John Doe``): a value stands for something, it is not a slot to fill.
 * ``result``: every call but a search has an output; a mapping output uses only
   declared output parameters.
 * ``grounding``: the reply that closes the last API results (a plan's
@@ -52,6 +55,15 @@ REASONS = ("format", "api", "parameters", "result", "grounding", "shape", "dupli
 _CAMEL = re.compile(r"^[A-Z][A-Za-z0-9]+$")
 _TYPES = {"str", "int", "float", "bool", "list", "dict"}
 _WORD = re.compile(r"[a-z0-9]+")
+_CALL_TEXT = re.compile(r"\b[A-Z][A-Za-z0-9]{2,}\(\s*[a-z_][a-z0-9_]*\s*=")
+"""An API call written out (``Name(param=``), which an assistant turn must not hold."""
+_PLACEHOLDER = re.compile(
+    r"^(your|my)[ _-]|^<[^>]*>$|^\{[^}]*\}$|\.\.\.|…|^x{3,}$|^(placeholder|example|sample|string|value|tbd|n/a)$"
+    r"|\b(john|jane) doe\b",
+    re.IGNORECASE,
+)
+"""A value that holds a slot's place instead of a value: ``your_session_key``, ``My Account``, ``<date>``,
+``{id}``, ``...``, ``xxx``, ``placeholder``, ``John Doe``."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +239,19 @@ def _check_turns(d: CorpusDialogue) -> str | None:
             return "the first turn must be the user's"
         if d.turns[-1].role == "api":
             return "the dialogue ends on an API call; end with the assistant's reply"
+    for i, t in enumerate(d.turns):
+        if t.role == "ai" and _CALL_TEXT.search(t.text or ""):
+            return f"turn {i + 1}: the assistant writes an API call as text; a call is an api turn"
+    texts = [d.response or ""] if d.ability == "plan_retrieve_call" else []
+    if any(_CALL_TEXT.search(x) for x in texts):
+        return "the response writes an API call as text; a call is a step"
     return None
+
+
+def _said(d: CorpusDialogue) -> str:
+    """What the user said, lower-cased: the turns of a dialogue, a plan's requirement."""
+    said = [t.text or "" for t in d.turns if t.role == "user"] + [d.requirement or ""]
+    return " ".join(said).lower()
 
 
 def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str, str] | None:
@@ -257,6 +281,9 @@ def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str
                 return "parameters", f"call {i + 1}: {call.name}.{k}={v!r} is not a {schema.input_parameters[k].type}"
             if "'" in str(v):
                 return "format", f"call {i + 1}: {call.name}.{k} holds a single quote, which the call format cannot carry"
+            text = str(v).strip()
+            if _PLACEHOLDER.search(text) and text.lower() not in _said(d):
+                return "parameters", f"call {i + 1}: {call.name}.{k}={v!r} is a placeholder, not a value the user gave"
         if not t.has_output or t.output is None:
             return "result", f"call {i + 1}: {call.name} has no output"
         if isinstance(t.output, dict) and schema.output_parameters:
