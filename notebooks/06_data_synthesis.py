@@ -49,6 +49,7 @@ SINGLE_EXAMPLES = 1  # whole examples asked of the single agent
 MAX_TOKENS = 1024
 FORM = None  # "json" (schema-constrained) or "yaml"; None: json where the backend constrains output
 LISTS = False  # show the agents lists and examples to keep away from (for capable models; small ones copy them)
+CLARIFY = False  # let a dialogue ask the user a question before the calls (small models write the calls into it)
 RETRIES = 2  # ask again when the parser refuses an answer (with another sampling seed)
 CONCURRENCY = 1
 SEED = 0
@@ -63,7 +64,7 @@ CORPUS = None  # the hand-written corpus; None: data/train/corpus
 out = Path(OUT) if OUT else Path(tempfile.mkdtemp(prefix="synthesis-"))
 config = SynthesisConfig(BACKEND, out / "multi-agent", n_domains=N_DOMAINS, apis_per_domain=APIS_PER_DOMAIN,
                          dialogues_per_domain=DIALOGUES_PER_DOMAIN, concurrency=CONCURRENCY, seed=SEED,
-                         max_tokens=MAX_TOKENS, form=FORM, lists=LISTS, retries=RETRIES)
+                         max_tokens=MAX_TOKENS, form=FORM, lists=LISTS, retries=RETRIES, clarify=CLARIFY)
 synthesis = run_pipeline(config)
 analysis.save_table(synthesis.table(), "synthesis_stages")
 synthesis.table()
@@ -76,7 +77,7 @@ synthesis.rejections_table().head(20)
 
 # %%
 single_config = SynthesisConfig(BACKEND, out / "single-agent", seed=SEED, max_tokens=MAX_TOKENS, form=FORM, lists=LISTS,
-                                retries=RETRIES)
+                                retries=RETRIES, clarify=CLARIFY)
 single = run_single_agent(single_config, examples=SINGLE_EXAMPLES)
 single.table()
 
@@ -90,7 +91,12 @@ single.table()
 
 # %%
 recorded = Path(RECORDS) if RECORDS else DATA_DIR / "train" / "synthesized"
-folders = (("multi-agent", "multi-agent"), ("single agent", "single-agent"), ("multi-agent, attempt 1", "attempt-1/multi-agent"))
+folders = (
+    ("multi-agent", "multi-agent"),
+    ("single agent", "single-agent"),
+    ("multi-agent, attempt 2", "attempt-2/multi-agent"),
+    ("multi-agent, attempt 1", "attempt-1/multi-agent"),
+)
 methods = {name: recorded / folder for name, folder in folders}
 methods = {name: folder for name, folder in methods.items() if (folder / "report.json").is_file()}
 print(f"generation records in {recorded}: {', '.join(methods) or 'none'}")

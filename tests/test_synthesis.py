@@ -1121,6 +1121,10 @@ def test_without_clarifying_the_dialogue_schema_calls_at_once_and_values_open_wi
         jsonschema.validate(bracket, dialogue_schema("retrieve_call", [book]))
     prompt = dialogue_prompt("Kayak lessons", [book], _draft(KAYAK[0]), "json", clarify=False)
     assert "Ask the user" not in prompt.text and "call at once" in prompt.text
+    from apibank_lib.synthesis.single import single_prompt
+
+    assert "Ask the user" in single_prompt("call", [], "json").text
+    assert "Ask the user" not in single_prompt("call", [], "json", clarify=False).text
 
 
 def test_the_dialogue_schema_allows_only_the_chosen_apis_and_their_parameters() -> None:

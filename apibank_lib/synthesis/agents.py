@@ -78,6 +78,7 @@ __all__ = [
     "API_RULES",
     "DIALOGUE_RULES",
     "SHAPE_RULES",
+    "shape_rules",
     "ABILITY_TEXT",
     "EXAMPLES",
     "INTRO",
@@ -625,7 +626,8 @@ SHAPE_RULES = {
 }
 
 
-def _shape_rules(ability: str, clarify: bool) -> str:
+def shape_rules(ability: str, clarify: bool = True) -> str:
+    """The rules of an ability's shape; ``clarify=False`` replaces asking for a missing detail by calling at once."""
     rules = SHAPE_RULES[ability]
     return rules if clarify else rules.replace(_ASK_RULE, "\n- The request gives every detail: call at once.")
 
@@ -694,7 +696,7 @@ def dialogue_prompt(
         f"APIs to use:\n{fenced(render_apis(schemas, form), form)}\n\n"
         f"Ability: {draft.ability}, where {ABILITY_TEXT[draft.ability]}\n"
         f"The user's request: {draft.request}\n\n"
-        f"{_shape_rules(draft.ability, clarify)}\n\n"
+        f"{shape_rules(draft.ability, clarify)}\n\n"
         + (
             "An example of the form, from another domain (its APIs are not yours):\n"
             f"{fenced(in_form(EXAMPLES[draft.ability], form), form)}\n\n"

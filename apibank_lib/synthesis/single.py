@@ -35,7 +35,7 @@ from apibank_lib.synthesis.agents import (
     read_dialogue,
     render_apis,
     slugify,
-    SHAPE_RULES,
+    shape_rules,
 )
 from apibank_lib.synthesis.tester import opening
 from apibank_lib.synthesis.pipeline import (
@@ -57,13 +57,15 @@ SINGLE_STAGES: tuple[str, ...] = ("examples", "tester")
 _SHORT = {"call": "call", "retrieve_call": "retrieve", "plan_retrieve_call": "plan"}
 
 
-def single_prompt(ability: str, references: list[ToolSchema], form: str = "yaml") -> Prompt:
+def single_prompt(ability: str, references: list[ToolSchema], form: str = "yaml", *, clarify: bool = True) -> Prompt:
     """Ask one agent for a whole example of ``ability``: a new domain, its APIs and the dialogue.
 
     Args:
         ability: ``call``, ``retrieve_call`` or ``plan_retrieve_call``.
         references: evaluation APIs shown for their layout only (none: no layout shown, as with ``lists=False``).
         form: ``yaml`` or ``json``.
+        clarify: the dialogue may ask the user for a missing detail (as the pipeline's dialogue agent, with the
+            pipeline's ``clarify`` setting).
     """
     written = "YAML" if form == "yaml" else "JSON"
     low, high = API_LIMITS[ability]
@@ -93,7 +95,7 @@ def single_prompt(ability: str, references: list[ToolSchema], form: str = "yaml"
         + f"\n\nThen write a dialogue of the ability {ability}, where {ABILITY_TEXT[ability]} "
         f"The user's request needs {low} to {high} of your APIs and gives every detail the calls need: names, dates in "
         "2023, numbers, codes.\n"
-        + SHAPE_RULES[ability]
+        + shape_rules(ability, clarify)
         + ("\n\nAn example dialogue, from another domain (its APIs are not yours):\n" + fenced(example, form) if references else "")
         + "\n\n"
         + answer
@@ -173,7 +175,7 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
             break
         ability = ABILITY_CYCLE[(start + number - 1) % len(ABILITY_CYCLE)]
         refs = [tools.schema(n) for n in random.Random(f"{config.seed}:single:{number}:references").sample(names, 2)]
-        prompt = single_prompt(ability, refs if config.lists else [], run.form)
+        prompt = single_prompt(ability, refs if config.lists else [], run.form, clarify=config.clarify)
         schema = stage_schemas.example_schema(ability, API_LIMITS[ability][1])
         outcome = run.attempt(
             "examples",
