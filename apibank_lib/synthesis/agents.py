@@ -313,8 +313,9 @@ def domains_prompt(n: int, form: str = "yaml", taken: Sequence[str] = (), *, lis
 
 EVALUATED_WORDS = frozenset(
     "alarm alarms reminder reminders agenda agendas meeting meetings scene scenes smart home bank banking stock stocks "
-    "tax taxes hotel hotels doctor doctors health medical weather translation translate email emails music film films "
-    "movie movies account accounts password passwords".split()
+    "tax taxes hotel hotels doctor doctors health medical medicine medicines medication medications pharmacy weather "
+    "translation translate email emails music film films movie movies account accounts password passwords finance "
+    "financial investment investments".split()
 )
 """Words of the evaluated areas: a model-made domain naming one is dropped (its APIs would shadow evaluated ones)."""
 
@@ -383,10 +384,9 @@ _API_KEYS = {"name", "description", "input_parameters", "output_parameters"}
 API_RULES = """- Names are CamelCase and name the action and the thing it acts on in this domain, never a bare verb.
 - Invent new names: never reuse the name of an API shown here or of another existing service's API.
 - One plain sentence per description; a date or time says its format, such as %Y-%m-%d.
-- Parameter names are lower-case identifiers (pickup_city); vary them from one API to the next.
-- About a third of the APIs take one optional input.
-- Every API returns at least one output parameter.
-- If the service needs a sign-in, one API returns a session key and the others take it as an input."""
+- Parameter names are lower-case identifiers with underscores; vary them from one API to the next.
+- Each API takes one to four inputs; about a third of the APIs take one optional input.
+- Every API returns one to three output parameters."""
 """The data standards of an invented API. (The names it must not reuse are not listed: a small model copies
 what it is shown; the tester refuses them.)"""
 _PARAM_KEYS = {"type", "description", "required"}

@@ -39,7 +39,7 @@ _PARAM = {
     "type": "object",
     "properties": {
         "type": {"enum": sorted(JSON_TYPES)},
-        "description": {"type": "string", "minLength": 3, "maxLength": 200},
+        "description": {"type": "string", "minLength": 3, "maxLength": 120},
         "required": {"type": "boolean"},
     },
     "required": ["type", "description"],
@@ -49,7 +49,7 @@ _API = {
     "type": "object",
     "properties": {
         "name": _NAME,
-        "description": {"type": "string", "minLength": 10, "maxLength": 300},
+        "description": {"type": "string", "minLength": 10, "maxLength": 200},
         "input_parameters": {"type": "object", "additionalProperties": _PARAM},
         "output_parameters": {"type": "object", "additionalProperties": _PARAM},
     },
