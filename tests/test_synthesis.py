@@ -510,7 +510,7 @@ def test_a_duplicate_opening_is_rejected_when_the_corpus_is_judged_whole(
     # A dialogue that opens with another dialogue's words passes alone; the whole-corpus check catches it.
     copy = BAKERY[3]["dialogue"].replace(
         "Can you check on cake order CK-902 for me?", "Is my cake order CK-781 ready yet?"
-    )
+    ).replace("CK-902", "CK-781")
     overrides = {("dialogues", "Bakery orders", BAKERY[3]["request"]): copy}
     report = run_pipeline(_config(tmp_path, WorldBackend(overrides), evaluation))
     assert _row(report, "tester")["rejected_by_reason"] == "duplicate: 1"
@@ -945,6 +945,22 @@ TESTER_CASES = [
     ("parameters", "lake='My Lake' is a placeholder", _variant("lake='Lake Orta'", "lake='My Lake'")),
     ("parameters", "lake='<lake>' is a placeholder", _variant("lake='Lake Orta'", "lake='<lake>'")),
     ("parameters", "student='John Doe' is a placeholder", _variant("student='Tom Reyes'", "student='John Doe'", RETRIEVE)),
+    ("parameters", "lake='lake' is a placeholder", _variant("lake='Lake Orta'", "lake='lake'")),
+    (
+        "parameters",
+        "student='Ana Silva' is in neither the request nor an earlier result",
+        _variant("student='Tom Reyes'", "student='Ana Silva'", RETRIEVE),
+    ),
+    (
+        "parameters",
+        "lesson_id='LS-2231' is in neither",
+        _variant("lesson_id='L-22'", "lesson_id='LS-2231'", RETRIEVE),
+    ),
+    (
+        "parameters",
+        "lake='https://example.com/orta' is in neither",
+        _variant("lake='Lake Orta'", "lake='https://example.com/orta'"),
+    ),
     (
         "parameters",
         "ToolSearcher takes exactly one non-empty keywords",
@@ -1093,6 +1109,16 @@ def test_the_json_form_writes_the_same_corpus_as_the_yaml_form(tmp_path: Path, e
     identity = json.loads((tmp_path / "json" / "synthesis.json").read_text(encoding="utf-8"))
     assert identity["form"] == "json" and "form" not in json.loads((tmp_path / "yaml" / "synthesis.json").read_text(encoding="utf-8"))
     assert all(r["schema"] for r in _journal(tmp_path / "json", "dialogues"))
+
+
+def test_an_identifier_the_user_wrote_otherwise_or_a_result_gave_is_not_invented(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    spaced = _variant("lesson L-22", "lesson LS 2231", _variant("lesson_id='L-22'", "lesson_id='LS-2231'", RETRIEVE))
+    from_result = PLAN.replace('"L-57"', '"LK-5701"').replace("lesson_id='L-57'", "lesson_id='LK-5701'")
+    for dialogue in (spaced, from_result):
+        report = _judge_one(tmp_path, dialogue, evaluation)
+        assert len(report.accepted) == 1, report.rejected
 
 
 def test_a_placeholder_the_user_said_is_a_value(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:

@@ -232,11 +232,14 @@ def method_comparison(folders: Mapping[str, str | Path], *, level: float = 0.95)
         review_path = Path(folder) / "review.csv"
         review = read_review(review_path) if review_path.is_file() else None
         if review is not None and len(review):
-            # The usable rate is the accepted dialogues'; the agreement counts refused ones reviewed too.
-            kept = review[review["tester"] == "accepted"]
+            # The usable rate is the accepted dialogues'; the agreement counts refused ones reviewed too. The
+            # tester's verdict is the folder's corpus as it stands (a rerun re-judges every dialogue with today's
+            # tester); the sheet's tester column keeps the verdict from when the sample was drawn.
+            accepted_now = set(accepted_ids(folder))
+            kept = review[review["id"].isin(accepted_now)]
             usable = int(kept["usable"].sum())
             r_low, r_high = wilson_interval(usable, len(kept), level)
-            agree = sum((t == "accepted") == u for t, u in zip(review["tester"], review["usable"]))
+            agree = sum((i in accepted_now) == u for i, u in zip(review["id"], review["usable"]))
             row.update(
                 {
                     "reviewed": len(kept),

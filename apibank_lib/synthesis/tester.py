@@ -10,7 +10,10 @@ The checks follow the data standards of the paper's tester, made explicit:
 * ``parameters``: only declared parameter names, every required one given,
   values that fit the declared type (``int``, ``float``, ``bool``), and no
   placeholder the user never said (``your_session_key``, ``<date>``, ``...``,
-  ``John Doe``): a value stands for something, it is not a slot to fill.
+  ``John Doe``, a value that repeats its parameter's name): a value stands for
+  something, it is not a slot to fill; and no identifier (an id number, a code,
+  a URL or path, a person's full name) that is in neither the user's words nor
+  an earlier result: an invented value teaches a model to invent.
 * ``result``: every call but a search has an output; a mapping output uses only
   declared output parameters.
 * ``grounding``: the reply that closes the last API results (a plan's
@@ -64,6 +67,71 @@ _PLACEHOLDER = re.compile(
 )
 """A value that holds a slot's place instead of a value: ``your_session_key``, ``My Account``, ``<date>``,
 ``{id}``, ``...``, ``xxx``, ``placeholder``, ``John Doe``."""
+_DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}(-\d{2})?([ T]\d{2}:\d{2}(:\d{2})?)?$|^\d{1,2}:\d{2}(:\d{2})?$")
+_NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?$")
+_CODE = re.compile(r"\d{3,}.*[A-Za-z]|[A-Za-z].*\d{3,}|[/@]")
+_LOCATOR = re.compile(r"^https?:|^www\.|\S@\S+\.\w|\w/\w+/|\.(com|org|net|jpg|jpeg|png|txt|pdf|csv)\b", re.IGNORECASE)
+_FULL_NAME = re.compile(r"[A-Z][a-z]+\s+[A-Z][a-z]+")
+_ID_PARAM = re.compile(r"(^|_)(id|ids|number|no|code|key|ref|reference|token)$|[a-z](Id|Number|Code)$")
+_NAME_PARAM = re.compile(r"name|person|student|customer|child|guest|patient|owner|judge|reviewer|renter|driver|passenger", re.IGNORECASE)
+_STOP_WORDS = frozenset("with from that this your have into about their there what which".split())
+
+
+def _alnum(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _identifier(value: str, param: str) -> bool:
+    """Whether a call value names one particular thing that the user or a result must have given: a number where
+    the parameter is an identifier (``student_id='12345'``), a code (``AA123``), a URL, path or address, or a full
+    name where the parameter holds a name. Dates, amounts, free text and common words may be reworded from the
+    request (``two hours`` -> ``120``), so they are not checked."""
+    if not value or _DATE_OR_TIME.match(value) or len(value.split()) >= 4:
+        return False
+    if _NUMBER.match(value):
+        return len(value) >= 3 and _ID_PARAM.search(param) is not None
+    if _CODE.search(value):
+        return True
+    return _FULL_NAME.search(value) is not None and _NAME_PARAM.search(param) is not None
+
+
+def _written_out(value: str, sources: str) -> bool:
+    """Whether an identifier value is in ``sources`` (what the user said and the earlier results): letters and
+    digits in order (``7730 2215`` gives ``77302215``); a code's digits and one of its words (``Nozomi 225``); a
+    name's words; a URL, path or address only as written."""
+    if _alnum(value) and _alnum(value) in _alnum(sources):
+        return True
+    if _LOCATOR.search(value):
+        return False
+    digits = re.sub(r"(?<=\d)[ ,.-](?=\d)", "", sources)
+    runs = re.findall(r"\d{3,}", value)
+    if any(run not in digits for run in runs):
+        return False
+    words = [w for w in _words(value) if len(w) >= 4 and not any(c.isdigit() for c in w) and w not in _STOP_WORDS]
+    if not words:
+        return bool(runs)
+    known = set(_words(sources))
+    return any(w in known for w in words)
+
+
+def _invented(value: str, param: str, sources: str) -> bool:
+    """An identifier value (:func:`_identifier`) that neither the user nor an earlier result gave; a list value
+    (``E7,E8``) is judged item by item."""
+    value = value.strip()
+    if _written_out(value, sources):
+        return False
+    if _LOCATOR.search(value):
+        return _identifier(value, param)  # a URL, path or address is one value, not a list
+    parts = [p for p in re.split(r"\s*[,;/]\s*", value) if p] or [value]
+    return any(_identifier(p, param) and not _written_out(p, sources) for p in parts)
+
+
+def _names_its_parameter(value: str, param: str) -> bool:
+    """A value that only repeats its parameter's name or one of its words (``location='location'``,
+    ``releaseDate='releaseDate'``, ``analysis_type='type'``)."""
+    words = {_alnum(w) for w in re.split(r"_|(?<=[a-z])(?=[A-Z])", param) if len(w) > 2}
+    value = _alnum(value)
+    return bool(value) and (value == _alnum(param) or value in words)
 
 
 @dataclass(frozen=True)
@@ -255,6 +323,8 @@ def _said(d: CorpusDialogue) -> str:
 
 
 def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str, str] | None:
+    said = _said(d)
+    sources = said  # what the user said, then each result as it comes
     for i, t in enumerate(d.api_turns):
         call = t.call
         assert call is not None
@@ -282,14 +352,17 @@ def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str
             if "'" in str(v):
                 return "format", f"call {i + 1}: {call.name}.{k} holds a single quote, which the call format cannot carry"
             text = str(v).strip()
-            if _PLACEHOLDER.search(text) and text.lower() not in _said(d):
+            if (_PLACEHOLDER.search(text) and text.lower() not in said) or _names_its_parameter(text, k):
                 return "parameters", f"call {i + 1}: {call.name}.{k}={v!r} is a placeholder, not a value the user gave"
+            if _invented(text, k, sources):
+                return "parameters", f"call {i + 1}: {call.name}.{k}={v!r} is in neither the request nor an earlier result"
         if not t.has_output or t.output is None:
             return "result", f"call {i + 1}: {call.name} has no output"
         if isinstance(t.output, dict) and schema.output_parameters:
             extra = [k for k in t.output if k not in schema.output_parameters]
             if extra:
                 return "result", f"call {i + 1}: {call.name}'s output has undeclared fields {', '.join(map(str, extra))}"
+        sources += " " + " ".join(_scalars(t.output))
     return None
 
 
