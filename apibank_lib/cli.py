@@ -564,6 +564,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         domains_asked=args.domains_asked,
         apart_from=args.apart_from or (),
         clarify=not args.no_clarify,
+        request_values=args.request_values,
     )
     if args.single_agent is not None:
         report = run_single_agent(config, examples=args.single_agent, token_budget=args.token_budget)
@@ -908,6 +909,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-lists", action="store_true",
         help="do not show the agents what to keep away from (evaluated areas, taken domains, earlier requests): small "
         "models copy them; the pipeline filters instead",
+    )
+    p.add_argument(
+        "--request-values", action="store_true",
+        help="the request agent gives a value for each required input first, then a request that says them all; "
+        "the dialogue's calls take exactly those values",
     )
     p.add_argument(
         "--no-clarify", action="store_true",

@@ -33,6 +33,7 @@ from apibank_lib.synthesis.agents import (
     domains_prompt,
     extract_payload,
     judge,
+    needed_values,
     parse_apis,
     parse_dialogue_output,
     parse_domains,
@@ -266,17 +267,28 @@ def world_answer(request: Request, *, overrides: dict[tuple[str, ...], str] | No
         options = [e for e in entries if e["ability"] == ability]
         done = sum(e["request"] in user for e in options)
         e = options[done]
-        default = (
-            yaml.safe_dump(
-                {"ability": e["ability"], "apis": e["apis"], "request": e["request"]}, sort_keys=False, width=1000
-            )
-            + "```"
-        )
+        answer: dict[str, Any] = {"ability": e["ability"], "apis": e["apis"]}
+        if "2. Under values" in user:  # request_values: the inputs the request gives, as its dialogue's calls use them
+            answer["values"] = _world_values(domain, e)
+        answer["request"] = e["request"]
+        default = yaml.safe_dump(answer, sort_keys=False, width=1000) + "```"
         return overrides.get(("requests", domain, e["request"]), default)
     for e in entries:
         if f"The user's request: {e['request']}" in user:
             return overrides.get(("dialogues", domain, e["request"]), e["dialogue"] + "\n```\nDone.")
     raise AssertionError(f"no canned dialogue for this prompt: {user[:300]}")
+
+
+def _world_values(domain: str, entry: dict[str, Any]) -> dict[str, str]:
+    schemas = {s.name: s for s in parse_apis(APIS[domain])}
+    needed = needed_values([schemas[a] for a in entry["apis"]])
+    values: dict[str, str] = {}
+    for name, args in re.findall(r"(\w+)\(([^)]*)\)", entry["dialogue"]):
+        if name in entry["apis"]:
+            for key, value in re.findall(r"(\w+)='([^']*)'", args):
+                if key in needed:
+                    values.setdefault(key, value)
+    return values
 
 
 class WorldBackend(ScriptedBackend):
@@ -1151,6 +1163,55 @@ def test_without_clarifying_the_dialogue_schema_calls_at_once_and_values_open_wi
 
     assert "Ask the user" in single_prompt("call", [], "json").text
     assert "Ask the user" not in single_prompt("call", [], "json", clarify=False).text
+
+
+def test_request_values_are_asked_for_given_and_said_in_the_request(kayak_schemas: dict[str, Any]) -> None:
+    prompt = request_prompt("Kayak lessons", list(kayak_schemas.values()), "call", form="json", values=True)
+    assert "2. Under values" in prompt.text and '"values"' in prompt.text
+    good = {"ability": "call", "apis": ["FindKayakLessons"], "values": {"lake": "Lake Orta", "day": "2023-08-05"},
+            "request": "Any kayak lesson on Lake Orta on August 5th?"}
+    draft = parse_request(json.dumps(good), kayak_schemas, ability="call", values=True)
+    assert draft.values == (("lake", "Lake Orta"), ("day", "2023-08-05"))
+    for change, words in (
+        ({"values": {"lake": "Lake Orta"}}, "no value for the required input day"),
+        ({"values": {"lake": "Lake Como", "day": "2023-08-05"}}, "the request does not say lake='Lake Como'"),
+        ({"values": None}, "values must map input names"),
+    ):
+        with pytest.raises(SynthesisParseError, match=words):
+            parse_request(json.dumps({**good, **change}), kayak_schemas, ability="call", values=True)
+    unasked = {k: v for k, v in good.items() if k != "values"}
+    with pytest.raises(SynthesisParseError, match="missing \\['values'\\]"):
+        parse_request(json.dumps(unasked), kayak_schemas, ability="call", values=True)
+    assert parse_request(json.dumps(unasked), kayak_schemas, ability="call").values == ()
+    # A plan's later API takes what an earlier result supplies: lesson_id comes from FindKayakLessons' lessons.
+    plan = [kayak_schemas["FindKayakLessons"], kayak_schemas["BookKayakLesson"]]
+    assert needed_values(plan) == ["lake", "day", "student"]
+
+
+def test_request_values_fix_the_calls_of_the_dialogue_schema() -> None:
+    import jsonschema
+
+    from apibank_lib.synthesis.schemas import dialogue_schema
+
+    schemas = {s.name: s for s in parse_apis(KAYAK_APIS)}
+    good = yaml.safe_load(KAYAK[2]["dialogue"])
+    pinned = dialogue_schema("retrieve_call", [schemas["BookKayakLesson"]], values={"student": "Tom Reyes (jr.)"})
+    other = json.loads(json.dumps(good))
+    other["turns"][2]["api"] = "BookKayakLesson(lesson_id='L-22', student='Tom Reyes (jr.)')"
+    jsonschema.validate(other, pinned)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(good, pinned)  # student='Tom Reyes' is not the value the request gave
+
+
+def test_the_pipeline_with_request_values_writes_the_same_corpus_from_the_world(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    plain = run_pipeline(_config(tmp_path / "plain", WorldBackend(), evaluation))
+    backend = WorldBackend()
+    valued = run_pipeline(_config(tmp_path / "valued", backend, evaluation, request_values=True))
+    assert [d.id for d in valued.accepted] == [d.id for d in plain.accepted] and len(valued.accepted) == 10
+    dialogue_prompts = [r.prompt.text for r in backend.requests if r.prompt.source == "synthesis:dialogues"]
+    assert any("The values the user gives (use them exactly): lake='Lake Orta'" in t for t in dialogue_prompts)
 
 
 def test_the_dialogue_schema_allows_only_the_chosen_apis_and_their_parameters() -> None:

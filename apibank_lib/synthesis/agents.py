@@ -45,7 +45,7 @@ from apibank_lib.errors import DataError
 # `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
 from apibank_lib.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
 from apibank_lib.prompts import Prompt
-from apibank_lib.synthesis.tester import check_dialogue, check_schema
+from apibank_lib.synthesis.tester import check_dialogue, check_schema, date_in_words, text_words
 from apibank_lib.types import ToolSchema
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "parse_apis",
     "request_prompt",
     "parse_request",
+    "needed_values",
     "dialogue_prompt",
     "parse_dialogue_output",
     "read_apis",
@@ -135,11 +136,13 @@ class SynthesisParseError(DataError):
 
 @dataclass(frozen=True)
 class RequestDraft:
-    """What the request agent decided: the ability, the domain's APIs it uses, and the user's words."""
+    """What the request agent decided: the ability, the domain's APIs it uses, the user's words, and (with
+    ``values``) the value of each input the user gives, by parameter name, each one written in the request."""
 
     ability: str
     apis: tuple[str, ...]
     request: str
+    values: tuple[tuple[str, str], ...] = ()
 
 
 # --- shared reading -------------------------------------------------------------------------------
@@ -513,6 +516,8 @@ def request_prompt(
     earlier: Sequence[str] = (),
     form: str = "yaml",
     focus: str | None = None,
+    *,
+    values: bool = False,
 ) -> Prompt:
     """Ask for one user request of ``ability`` over some of the domain's APIs.
 
@@ -524,8 +529,13 @@ def request_prompt(
         form: ``yaml`` or ``json`` (:data:`FORMS`).
         focus: an API the request is built around (the pipeline rotates it over the domain's APIs, so that the
             requests differ and every API gets used; a small model otherwise writes the same request again).
+        values: ask first for the value of each input the user gives, then the request that says them all
+            (:func:`parse_request` checks it); a small model otherwise writes a request without them and the
+            dialogue invents them.
     """
     low, high = API_LIMITS[ability]
+    if values:
+        return _values_request_prompt(domain, schemas, ability, form, focus, earlier)
     answer = (
         f"Answer with one YAML mapping inside a {LEAD.strip()} block, in this form:\n"
         f"ability: {ability}\n"
@@ -550,22 +560,96 @@ def request_prompt(
     return _prompt("requests", system, user, LEAD, form)
 
 
-def parse_request(text: str, schemas: Mapping[str, ToolSchema], *, ability: str | None = None) -> RequestDraft:
+def _values_request_prompt(
+    domain: str, schemas: Sequence[ToolSchema], ability: str, form: str, focus: str | None, earlier: Sequence[str]
+) -> Prompt:
+    low, high = API_LIMITS[ability]
+    example = {"ability": ability, "apis": ["FirstApi", "SecondApi"], "values": {"some_input": "its value"}, "request": "what the user asks, saying its value"}
+    answer = (
+        f"Answer with one YAML mapping inside a {LEAD.strip()} block, in this form:\n"
+        + yaml.safe_dump(example, sort_keys=False, allow_unicode=True).rstrip()
+        if form == "yaml"
+        else "Answer with one JSON object in this form:\n" + json.dumps(example, ensure_ascii=False)
+    )
+    system = INTRO + "\nYou now write what a user asks the assistant, so that a dialogue can be written from it."
+    user = (
+        f"Domain: {domain}\n"
+        f"The domain's APIs:\n{fenced(render_apis(schemas, form), form)}\n\n"
+        f"Ability to practise: {ability}, where {ABILITY_TEXT[ability]}\n"
+        + ("Requests already written for this domain (write a different one):\n" + "".join(f"- {r}\n" for r in earlier) if earlier else "")
+        + (f"This request is built around {focus}; it may use other APIs of the domain too.\n" if focus else "")
+        + f"1. Choose the {low} to {high} APIs the request needs, in the order they are used.\n"
+        "2. Under values, give a concrete, realistic value for every required input of those APIs (a name, a date "
+        "in 2023, a number, a code), except an input that an earlier API's output supplies.\n"
+        "3. Write the request in the user's own voice; it says every one of those values exactly as written.\n"
+        + answer
+    )
+    return _prompt("requests", system, user, LEAD, form)
+
+
+def _said_in(value: str, text: str) -> bool:
+    """Whether the request says ``value``: as written (case and spacing aside), or an ISO date in words."""
+    low = " ".join(text.lower().split())
+    v = " ".join(value.lower().split())
+    return bool(v) and (v in low or date_in_words(value.strip(), set(text_words(low)), low))
+
+
+def needed_values(schemas: Sequence[ToolSchema]) -> list[str]:
+    """The inputs a request over ``schemas`` (in order of use) must give: every required input of each API but
+    those an output of an API before it supplies (named like it, or named in its description), each name once."""
+    out: list[str] = []
+    supplied: set[str] = set()
+    for s in schemas:
+        for name, p in s.input_parameters.items():
+            fed = any(other == name or other.startswith(name) for other in supplied)
+            if p.required and not fed and name not in out:
+                out.append(name)
+        for name, p in s.output_parameters.items():
+            # an output names what it supplies, or lists it ("lessons, each with lesson_id and start")
+            supplied.add(name)
+            supplied.update(re.findall(r"[a-z][a-z0-9_]*", p.description.lower()))
+    return out
+
+
+def _read_values(data: Mapping[str, Any], chosen: Sequence[ToolSchema], request: str) -> tuple[tuple[str, str], ...]:
+    raw = data["values"]
+    if not isinstance(raw, dict) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in raw.values()):
+        raise SynthesisParseError("requests", "shape", "values must map input names to single values")
+    given = {str(k): str(v).strip() for k, v in raw.items()}
+    missing = [n for n in needed_values(chosen) if not given.get(n)]
+    if missing:
+        raise SynthesisParseError("requests", "value", f"no value for the required input {', '.join(missing)}")
+    unsaid = [f"{k}={v!r}" for k, v in given.items() if v and not _said_in(v, request)]
+    if unsaid:
+        raise SynthesisParseError("requests", "value", f"the request does not say {', '.join(unsaid)}")
+    known = {n for s in chosen for n in s.input_parameters}
+    return tuple((k, v) for k, v in given.items() if k in known and v)
+
+
+def parse_request(
+    text: str, schemas: Mapping[str, ToolSchema], *, ability: str | None = None, values: bool = False
+) -> RequestDraft:
     """The request agent's answer: a mapping of exactly ``ability``, ``apis`` and ``request``.
 
     Args:
         text: the answer.
         schemas: the domain's APIs by name; the request may only use these.
         ability: the ability that was asked for; the answer must keep it.
+        values: the answer must give ``values`` (:func:`request_prompt` with ``values=True``): a value for each
+            input :func:`needed_values` names, each of them said in the request. An answer that gives ``values``
+            unasked is checked the same way.
 
     Raises:
         SynthesisParseError: not YAML or missing/unknown keys (``shape``); an unknown ability or
-            API, ToolSearcher listed, too few or too many APIs, an empty request (``value``).
+            API, ToolSearcher listed, too few or too many APIs, an empty request, a needed value missing or
+            not said in the request (``value``).
     """
     data = _load(extract_payload(text, "requests"), "requests")
     keys = {"ability", "apis", "request"}
     if not isinstance(data, dict):
         raise SynthesisParseError("requests", "shape", "expected a YAML mapping with ability, apis and request")
+    if values or "values" in data:
+        keys.add("values")  # asked for by request_prompt(values=True)
     missing, extra = sorted(keys - set(data)), sorted(map(str, set(data) - keys))
     if missing or extra:
         what = (
@@ -599,7 +683,9 @@ def parse_request(text: str, schemas: Mapping[str, ToolSchema], *, ability: str 
     request = data["request"]
     if not isinstance(request, str) or not request.strip():
         raise SynthesisParseError("requests", "value", "the request is empty")
-    return RequestDraft(chosen, tuple(apis), " ".join(request.split()))
+    request = " ".join(request.split())
+    values = _read_values(data, [schemas[a] for a in apis], request) if "values" in data else ()
+    return RequestDraft(chosen, tuple(apis), request, values)
 
 
 # --- 4. dialogues ---------------------------------------------------------------------------------
@@ -695,8 +781,13 @@ def dialogue_prompt(
         f"Domain: {domain}\n"
         f"APIs to use:\n{fenced(render_apis(schemas, form), form)}\n\n"
         f"Ability: {draft.ability}, where {ABILITY_TEXT[draft.ability]}\n"
-        f"The user's request: {draft.request}\n\n"
-        f"{shape_rules(draft.ability, clarify)}\n\n"
+        f"The user's request: {draft.request}\n"
+        + (
+            "The values the user gives (use them exactly): " + ", ".join(f"{k}={v!r}" for k, v in draft.values) + "\n"
+            if draft.values
+            else ""
+        )
+        + f"\n{shape_rules(draft.ability, clarify)}\n\n"
         + (
             "An example of the form, from another domain (its APIs are not yours):\n"
             f"{fenced(in_form(EXAMPLES[draft.ability], form), form)}\n\n"

@@ -130,6 +130,11 @@ class SynthesisConfig:
             before the calls. Qwen2.5-Coder-1.5B wrote the calls as text into that question (6 of 10 accepted
             dialogues of its first pass), so the embedded models run with ``clarify=False``: the request gives
             every value, and the dialogue calls at once.
+        request_values: the request agent first gives a value for each required input of the APIs it chose (but
+            those an earlier API's output supplies), then a request that says each one (the parser checks both),
+            and in the JSON form the dialogue's calls take exactly those values. In the first reviewed pass of
+            Qwen2.5-Coder-1.5B, 22 of 39 unusable dialogues had a request without the values its calls needed,
+            which the dialogue agent then invented.
     """
 
     backend: str | Backend
@@ -150,6 +155,7 @@ class SynthesisConfig:
     retries: int = 0
     apart_from: Sequence[str | Path] = ()
     clarify: bool = True
+    request_values: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
@@ -594,14 +600,19 @@ class _Run:
                 ability = self.ability(domain, number)
                 focus = apis[domain][(number - 1) % len(apis[domain])].name
                 shown = earlier if self.config.lists else []
-                prompt = request_prompt(domain.name, apis[domain], ability, shown, self.form, focus)
+                prompt = request_prompt(
+                    domain.name, apis[domain], ability, shown, self.form, focus, values=self.config.request_values
+                )
                 low, high = API_LIMITS[ability]
                 outcome = self.attempt(
                     "requests",
                     f"requests/{domain.slug}/{number}",
                     prompt,
-                    lambda t, a=ability: parse_request(t, schemas, ability=a),
-                    stage_schemas.request_schema(ability, list(schemas), min(low, len(schemas)), min(high, len(schemas))),
+                    lambda t, a=ability: parse_request(t, schemas, ability=a, values=self.config.request_values),
+                    stage_schemas.request_schema(
+                        ability, list(schemas), min(low, len(schemas)), min(high, len(schemas)),
+                        values=self.config.request_values,
+                    ),
                 )
                 if outcome.error is None and _norm(outcome.value.request) not in {_norm(e) for e in earlier}:
                     earlier.append(outcome.value.request)
@@ -653,7 +664,8 @@ class _Run:
                     index=slot.number - 1,
                 ),
                 stage_schemas.dialogue_schema(
-                    slot.draft.ability, chosen, slot.draft.request, clarify=self.config.clarify
+                    slot.draft.ability, chosen, slot.draft.request, clarify=self.config.clarify,
+                    values=dict(slot.draft.values),
                 ),
             )
 

@@ -14,7 +14,7 @@ llama.cpp's converter reads a subset of JSON Schema (``const``, ``enum``, ``patt
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from apibank_lib.formats.train_corpus import SEARCHER
@@ -64,6 +64,15 @@ _VALUE = "'([^'\\n()\\[\\]{}<>][^'\\n]{0,119})?'"
 """A single-quoted value (the corpus's call syntax) without a single quote, and not opening with a bracket: a
 grammar lets a small model start a value with the bracket it meant to close (``rate=')4.5'``)."""
 _IDENT = "[a-z][a-z0-9_]{0,30}"
+_VALUE_TEXT = "[^'\\n()\\[\\]{}<>][^'\\n]{0,59}"
+"""A value the request agent gives for an input: what a call can carry between single quotes."""
+_META = re.compile(r"([.^$*+?()\[\]{}|\\])")
+
+
+def _literal(text: str) -> str:
+    """``text`` as a regular expression that matches it alone (metacharacters escaped; a space stays a space,
+    which llama.cpp's pattern reader takes as written)."""
+    return _META.sub(r"\\\1", text)
 
 
 def _obj(properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:
@@ -85,25 +94,32 @@ def apis_schema(n: int) -> dict[str, Any]:
     return _obj({"apis": {"type": "array", "items": _API, "minItems": 1, "maxItems": n}})
 
 
-def request_schema(ability: str, names: Sequence[str], low: int, high: int) -> dict[str, Any]:
-    """``{"ability": <ability>, "apis": [low to high of names], "request": text}``."""
-    return _obj(
-        {
-            "ability": {"const": ability},
-            "apis": {"type": "array", "items": {"enum": list(names)}, "minItems": low, "maxItems": high},
-            "request": {"type": "string", "minLength": 15, "maxLength": 400},
-        }
-    )
+def request_schema(ability: str, names: Sequence[str], low: int, high: int, *, values: bool = False) -> dict[str, Any]:
+    """``{"ability": <ability>, "apis": [low to high of names], "request": text}``; with ``values``, a
+    ``"values"`` mapping (input name -> value) before the request, which the request then says."""
+    props: dict[str, Any] = {
+        "ability": {"const": ability},
+        "apis": {"type": "array", "items": {"enum": list(names)}, "minItems": low, "maxItems": high},
+    }
+    if values:
+        props["values"] = {"type": "object", "additionalProperties": {"type": "string", "pattern": f"^{_VALUE_TEXT}$"}}
+    props["request"] = {"type": "string", "minLength": 15, "maxLength": 400}
+    return _obj(props)
 
 
-def _call_pattern(schemas: Sequence[ToolSchema]) -> str:
+def _call_pattern(schemas: Sequence[ToolSchema], values: Mapping[str, str] | None = None) -> str:
     """A call of one of ``schemas``, written Name(param='value', ...) with the API's own parameter names: its
-    required parameters first, in the declared order, then any of its optional ones."""
+    required parameters first, in the declared order, then any of its optional ones. A required parameter named
+    in ``values`` (what the request gives) takes that value, written exactly."""
+    values = values or {}
     alternatives = []
     for s in schemas:
-        required = [re.escape(p) for p, spec in s.input_parameters.items() if spec.required]
+        required = [p for p, spec in s.input_parameters.items() if spec.required]
         optional = "|".join(re.escape(p) for p, spec in s.input_parameters.items() if not spec.required)
-        head = ", ".join(f"{p}={_VALUE}" for p in required)
+        head = ", ".join(
+            f"{re.escape(p)}='{_literal(values[p])}'" if "'" not in values.get(p, "'") else f"{re.escape(p)}={_VALUE}"
+            for p in required
+        )
         tail = f"(, ({optional})={_VALUE}){{0,4}}" if optional else ""
         if head:
             args = head + tail
@@ -127,8 +143,8 @@ def _output(schema: ToolSchema) -> dict[str, Any]:
     return _obj(props)
 
 
-def _call(schema: ToolSchema) -> dict[str, Any]:
-    return _obj({"api": {"type": "string", "pattern": _call_pattern([schema])}, "output": _output(schema)})
+def _call(schema: ToolSchema, values: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return _obj({"api": {"type": "string", "pattern": _call_pattern([schema], values)}, "output": _output(schema)})
 
 
 def _sequence(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -137,7 +153,12 @@ def _sequence(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def dialogue_schema(
-    ability: str, schemas: Sequence[ToolSchema] | None, request: str | None = None, *, clarify: bool = True
+    ability: str,
+    schemas: Sequence[ToolSchema] | None,
+    request: str | None = None,
+    *,
+    clarify: bool = True,
+    values: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A dialogue of ``ability`` over ``schemas``, in their order (None: over APIs not known yet, as the single
     agent writes them).
@@ -149,7 +170,8 @@ def dialogue_schema(
     hold the API's output parameters. Over unknown APIs, the turns are free in order and any CamelCase call.
     ``request``, where given, is the user's first turn (the plan's requirement) word for word: the request agent
     wrote it, and a small model otherwise copies the example's. ``clarify=False`` leaves out the question and
-    answer before the calls: a small model fills that exchange with the calls written as text.
+    answer before the calls: a small model fills that exchange with the calls written as text. ``values`` (input
+    name -> value, the request agent's) fixes those inputs of the calls to the values the request says.
     """
     if schemas is None:
         return _free_dialogue(ability)
@@ -157,7 +179,7 @@ def dialogue_schema(
     for s in schemas:
         if ability != "call":
             calls.append(_SEARCH)
-        calls.append(_call(s))
+        calls.append(_call(s, values))
     opening = {"const": request} if request else _TEXT
     if ability == "plan_retrieve_call":
         return _obj({"ability": {"const": ability}, "requirement": opening, "steps": _sequence(calls), "response": _TEXT})

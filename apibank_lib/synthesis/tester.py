@@ -50,7 +50,7 @@ from apibank_lib.formats.train_corpus import (
 )
 from apibank_lib.types import ToolSchema
 
-__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening"]
+__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening", "date_in_words", "text_words"]
 
 REASONS = ("format", "api", "parameters", "result", "grounding", "shape", "duplicate")
 """The rejection reasons, in the order the checks run."""
@@ -107,10 +107,10 @@ def _written_out(value: str, sources: str) -> bool:
     runs = re.findall(r"\d{3,}", value)
     if any(run not in digits for run in runs):
         return False
-    words = [w for w in _words(value) if len(w) >= 4 and not any(c.isdigit() for c in w) and w not in _STOP_WORDS]
+    words = [w for w in text_words(value) if len(w) >= 4 and not any(c.isdigit() for c in w) and w not in _STOP_WORDS]
     if not words:
         return bool(runs)
-    known = set(_words(sources))
+    known = set(text_words(sources))
     return any(w in known for w in words)
 
 
@@ -207,12 +207,13 @@ class CheckReport:
 # --- helpers ------------------------------------------------------------------------------------------
 
 
-def _words(text: str) -> list[str]:
+def text_words(text: str) -> list[str]:
+    """The lower-case words and numbers of a text."""
     return _WORD.findall(text.lower())
 
 
 def _shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
-    w = _words(text)
+    w = text_words(text)
     return {tuple(w[i : i + n]) for i in range(max(1, len(w) - n + 1))}
 
 
@@ -244,7 +245,7 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 
 
-def _date_in_words(value: str, words: set[str], low: str) -> bool:
+def date_in_words(value: str, words: set[str], low: str) -> bool:
     """An ISO date (``2023-05-24 ...``) written in words: ``May 24``, ``24 May``, ``May 24th``."""
     m = _ISO_DATE.match(value)
     if not m or not 1 <= int(m.group(2)) <= 12:
@@ -256,17 +257,17 @@ def _date_in_words(value: str, words: set[str], low: str) -> bool:
 def _grounded(reply: str, outputs: list[Any]) -> bool:
     """Whether the reply repeats a concrete value of the outputs (a number, a code, a name)."""
     low = reply.lower()
-    low_words = set(_words(reply))
+    low_words = set(text_words(reply))
     for out in outputs:
         for s in _scalars(out):
             s = s.strip()
             if len(s) < 2 and not s.isdigit():
                 continue
-            if s.lower() in low or _date_in_words(s, low_words, low):
+            if s.lower() in low or date_in_words(s, low_words, low):
                 return True
             if re.fullmatch(r"[-+]?\d+\.0+", s) and s.split(".")[0] in low_words:
                 return True  # 157.0 written as 157
-            words = [w for w in _words(s) if len(w) > 3]
+            words = [w for w in text_words(s) if len(w) > 3]
             if words and sum(w in low_words for w in words) >= max(1, len(words) // 2):
                 return True
     return False
