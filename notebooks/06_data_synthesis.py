@@ -50,6 +50,7 @@ MAX_TOKENS = 1024
 FORM = None  # "json" (schema-constrained) or "yaml"; None: json where the backend constrains output
 LISTS = False  # show the agents lists and examples to keep away from (for capable models; small ones copy them)
 CLARIFY = False  # let a dialogue ask the user a question before the calls (small models write the calls into it)
+REQUEST_VALUES = False  # the request agent gives each input's value first; the dialogue's calls must use them
 RETRIES = 2  # ask again when the parser refuses an answer (with another sampling seed)
 CONCURRENCY = 1
 SEED = 0
@@ -64,7 +65,8 @@ CORPUS = None  # the hand-written corpus; None: data/train/corpus
 out = Path(OUT) if OUT else Path(tempfile.mkdtemp(prefix="synthesis-"))
 config = SynthesisConfig(BACKEND, out / "multi-agent", n_domains=N_DOMAINS, apis_per_domain=APIS_PER_DOMAIN,
                          dialogues_per_domain=DIALOGUES_PER_DOMAIN, concurrency=CONCURRENCY, seed=SEED,
-                         max_tokens=MAX_TOKENS, form=FORM, lists=LISTS, retries=RETRIES, clarify=CLARIFY)
+                         max_tokens=MAX_TOKENS, form=FORM, lists=LISTS, retries=RETRIES, clarify=CLARIFY,
+                         request_values=REQUEST_VALUES)
 synthesis = run_pipeline(config)
 analysis.save_table(synthesis.table(), "synthesis_stages")
 synthesis.table()
