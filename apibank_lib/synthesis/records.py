@@ -245,8 +245,8 @@ def method_comparison(folders: Mapping[str, str | Path], *, level: float = 0.95)
                     "reviewed": len(kept),
                     "reviewed refused": len(review) - len(kept),
                     "usable (review) %": round(100 * usable / len(kept), 1) if len(kept) else None,
-                    "review low": round(100 * r_low, 1),
-                    "review high": round(100 * r_high, 1),
+                    "review low": round(100 * r_low, 1) if len(kept) else None,
+                    "review high": round(100 * r_high, 1) if len(kept) else None,
                     "tester agrees %": round(100 * agree / len(review), 1),
                     "reviewer": ", ".join(sorted(set(review["reviewer"]) - {""})),
                 }

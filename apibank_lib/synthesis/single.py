@@ -184,8 +184,10 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
             lambda t, a=ability, n=number: parse_example(t, a, number=n, evaluation_names=run.eval_names, defined=defined),
             schema,
         )
-        spent += outcome.prompt_tokens + outcome.completion_tokens
-        if not run.tally("examples", outcome):
+        accepted_answer = run.tally("examples", outcome)
+        stage = run.stages["examples"]  # every try counts against the budget, as in the pipeline's totals
+        spent = stage.prompt_tokens + stage.completion_tokens
+        if not accepted_answer:
             continue
         example: Example = outcome.value
         defined.update(s.name for s in example.apis)
