@@ -1285,6 +1285,33 @@ def test_the_single_agent_stops_at_its_token_budget(tmp_path: Path, evaluation: 
     assert report.table().set_index("stage").loc["examples", "attempted"] == 1
 
 
+def test_the_single_agents_budget_counts_every_try(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    from apibank_lib.synthesis.single import run_single_agent
+
+    class FirstTryBroken(ScriptedBackend):
+        """Each example's first try is cut off, its retry whole; every answer costs 10 tokens."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+            super().__init__(answer=self.answer)
+
+        def answer(self, request: Request) -> str:
+            self.calls += 1
+            return "{" if self.calls % 2 else _single_answer(request, {2: "Kayak lessons"})
+
+        def complete(self, request: Request) -> Completion:
+            out = super().complete(request)
+            out.prompt_tokens, out.completion_tokens = 10, 0
+            return out
+
+    _single_answer.count = 0  # type: ignore[attr-defined]
+    config = _config(tmp_path, FirstTryBroken(), evaluation, form="json", retries=1)
+    report = run_single_agent(config, examples=10, token_budget=30)
+    # Two tries (20 tokens) for the first example, two more for the second, then the budget is spent; counting
+    # only the last try of each would have gone on to a third example.
+    assert report.table().set_index("stage").loc["examples", "attempted"] == 4
+
+
 def test_a_corpus_to_stay_apart_from_gives_its_domains_apis_and_requests_away(
     tmp_path: Path, evaluation: tuple[list[str], list[str]]
 ) -> None:
