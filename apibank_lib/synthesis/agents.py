@@ -45,7 +45,7 @@ from apibank_lib.errors import DataError
 # `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
 from apibank_lib.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
 from apibank_lib.prompts import Prompt
-from apibank_lib.synthesis.tester import check_dialogue, check_schema, date_in_words, text_words
+from apibank_lib.synthesis.tester import check_dialogue, check_schema, said_in
 from apibank_lib.types import ToolSchema
 
 __all__ = [
@@ -587,13 +587,6 @@ def _values_request_prompt(
     return _prompt("requests", system, user, LEAD, form)
 
 
-def _said_in(value: str, text: str) -> bool:
-    """Whether the request says ``value``: as written (case and spacing aside), or an ISO date in words."""
-    low = " ".join(text.lower().split())
-    v = " ".join(value.lower().split())
-    return bool(v) and (v in low or date_in_words(value.strip(), set(text_words(low)), low))
-
-
 def needed_values(schemas: Sequence[ToolSchema]) -> list[str]:
     """The inputs a request over ``schemas`` (in order of use) must give: every required input of each API but
     those an output of an API before it supplies (named like it, or named in its description), each name once."""
@@ -619,7 +612,7 @@ def _read_values(data: Mapping[str, Any], chosen: Sequence[ToolSchema], request:
     missing = [n for n in needed_values(chosen) if not given.get(n)]
     if missing:
         raise SynthesisParseError("requests", "value", f"no value for the required input {', '.join(missing)}")
-    unsaid = [f"{k}={v!r}" for k, v in given.items() if v and not _said_in(v, request)]
+    unsaid = [f"{k}={v!r}" for k, v in given.items() if v and not said_in(v, request)]
     if unsaid:
         raise SynthesisParseError("requests", "value", f"the request does not say {', '.join(unsaid)}")
     known = {n for s in chosen for n in s.input_parameters}

@@ -72,7 +72,19 @@ from apibank_lib.synthesis.agents import (
 from apibank_lib.synthesis.tester import check_corpus, evaluation_texts, opening
 from apibank_lib.types import Context, ToolSchema
 
-__all__ = ["SynthesisConfig", "SynthesisReport", "StageCounts", "SynthesisRejection", "run_pipeline", "ABILITY_CYCLE"]
+__all__ = [
+    "ABILITY_CYCLE",
+    "RequestSlot",
+    "StageCounts",
+    "SynthesisConfig",
+    "SynthesisDomain",
+    "SynthesisRejection",
+    "SynthesisReport",
+    "SynthesisRun",
+    "finish_run",
+    "run_pipeline",
+    "start_run",
+]
 
 ABILITY_CYCLE: tuple[str, ...] = ("call", "retrieve_call", "call", "retrieve_call", "plan_retrieve_call")
 """The abilities of a domain's request slots, repeated: 15 slots give the brief's 6 call, 6 retrieve_call and 3 plans."""
@@ -346,23 +358,26 @@ class _Outcome:
 
 
 @dataclass(frozen=True)
-class _Domain:
+class SynthesisDomain:
+    """A domain the pipeline writes for: its name and the slug its ids and file names use."""
+
     name: str
     slug: str
 
 
 @dataclass
-class _Slot:
+class RequestSlot:
     """A request slot that produced a usable request."""
 
-    domain: _Domain
+    domain: SynthesisDomain
     number: int
     dialogue_id: str
     draft: RequestDraft
 
 
-class _Run:
-    """The state of one pipeline run: backend, journals, counts and rejections."""
+class SynthesisRun:
+    """The state of one synthesis run (the pipeline's or the single agent's): backend, journals, counts and
+    rejections."""
 
     def __init__(
         self,
@@ -528,11 +543,11 @@ class _Run:
         self.rejections.append(SynthesisRejection(stage, outcome.key, reason, message))
         return False
 
-    def ability(self, domain: _Domain, number: int) -> str:
+    def ability(self, domain: SynthesisDomain, number: int) -> str:
         start = random.Random(f"{self.config.seed}:{domain.slug}:abilities").randrange(len(ABILITY_CYCLE))
         return ABILITY_CYCLE[(start + number - 1) % len(ABILITY_CYCLE)]
 
-    def references(self, domain: _Domain) -> list[ToolSchema]:
+    def references(self, domain: SynthesisDomain) -> list[ToolSchema]:
         from apibank_lib.tools.registry import toolset_for_level
 
         tools = toolset_for_level(1)
@@ -542,7 +557,7 @@ class _Run:
 
     # -- stages --
 
-    def domains(self) -> list[_Domain]:
+    def domains(self) -> list[SynthesisDomain]:
         n = max(self.config.n_domains, self.config.domains_asked or 0)
         outcome = self.attempt(
             "domains", "domains", domains_prompt(n, self.form, self.taken_domains, lists=self.config.lists), parse_domains,
@@ -560,10 +575,10 @@ class _Run:
             names.append(name)
         names = names[: self.config.n_domains]
         self.stages["domains"].items = len(names)
-        return [_Domain(n, slugify(n)) for n in names]
+        return [SynthesisDomain(n, slugify(n)) for n in names]
 
-    def apis(self, domains: list[_Domain]) -> dict[_Domain, list[ToolSchema]]:
-        def one(domain: _Domain) -> _Outcome:
+    def apis(self, domains: list[SynthesisDomain]) -> dict[SynthesisDomain, list[ToolSchema]]:
+        def one(domain: SynthesisDomain) -> _Outcome:
             n = self.config.apis_per_domain
             prompt = apis_prompt(domain.name, n, self.references(domain) if self.config.lists else [], self.form)
             return self.attempt(
@@ -571,7 +586,7 @@ class _Run:
                 stage_schemas.apis_schema(n),
             )
 
-        out: dict[_Domain, list[ToolSchema]] = {}
+        out: dict[SynthesisDomain, list[ToolSchema]] = {}
         defined: dict[str, str] = {}
         c = self.stages["apis"]
         for domain, outcome in zip(domains, self.map(one, domains)):
@@ -590,8 +605,8 @@ class _Run:
                 out[domain] = kept
         return out
 
-    def requests(self, apis: dict[_Domain, list[ToolSchema]]) -> list[_Slot]:
-        def chain(domain: _Domain) -> list[tuple[int, _Outcome]]:
+    def requests(self, apis: dict[SynthesisDomain, list[ToolSchema]]) -> list[RequestSlot]:
+        def chain(domain: SynthesisDomain) -> list[tuple[int, _Outcome]]:
             # Within a domain the slots run in turn: each prompt lists the requests already written.
             schemas = {s.name: s for s in apis[domain]}
             earlier: list[str] = []
@@ -620,7 +635,7 @@ class _Run:
             return done
 
         domains = list(apis)
-        slots: list[_Slot] = []
+        slots: list[RequestSlot] = []
         seen: set[str] = set()
         c = self.stages["requests"]
         for domain, done in zip(domains, self.map(chain, domains)):
@@ -637,14 +652,14 @@ class _Run:
                 seen.add(text)
                 c.items += 1
                 slots.append(
-                    _Slot(domain, number, f"{domain.slug}-{_SHORT[ability]}-{per_ability[ability]}", outcome.value)
+                    RequestSlot(domain, number, f"{domain.slug}-{_SHORT[ability]}-{per_ability[ability]}", outcome.value)
                 )
         return slots
 
     def dialogues(
-        self, slots: list[_Slot], apis: dict[_Domain, list[ToolSchema]]
-    ) -> list[tuple[_Slot, CorpusDialogue]]:
-        def one(slot: _Slot) -> _Outcome:
+        self, slots: list[RequestSlot], apis: dict[SynthesisDomain, list[ToolSchema]]
+    ) -> list[tuple[RequestSlot, CorpusDialogue]]:
+        def one(slot: RequestSlot) -> _Outcome:
             by_name = {s.name: s for s in apis[slot.domain]}
             chosen = [by_name[a] for a in slot.draft.apis]
             prompt = dialogue_prompt(
@@ -677,8 +692,8 @@ class _Run:
         return out
 
     def tester(
-        self, drafted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]
-    ) -> list[tuple[_Slot, CorpusDialogue]]:
+        self, drafted: list[tuple[RequestSlot, CorpusDialogue]], apis: dict[SynthesisDomain, list[ToolSchema]]
+    ) -> list[tuple[RequestSlot, CorpusDialogue]]:
         journal = self.journals["tester"]
         c = self.stages["tester"]
         accepted = []
@@ -707,8 +722,8 @@ class _Run:
         return accepted
 
     def write(
-        self, accepted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]
-    ) -> tuple[list[Path], list[tuple[_Slot, CorpusDialogue]]]:
+        self, accepted: list[tuple[RequestSlot, CorpusDialogue]], apis: dict[SynthesisDomain, list[ToolSchema]]
+    ) -> tuple[list[Path], list[tuple[RequestSlot, CorpusDialogue]]]:
         """Write the corpus files, judge them as a whole (duplicates) and rewrite them without what it rejects."""
         folder = self.out / "corpus"
         folder.mkdir(parents=True, exist_ok=True)
@@ -737,9 +752,9 @@ class _Run:
         return paths, accepted
 
     def _write_files(
-        self, folder: Path, accepted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]
+        self, folder: Path, accepted: list[tuple[RequestSlot, CorpusDialogue]], apis: dict[SynthesisDomain, list[ToolSchema]]
     ) -> list[Path]:
-        by_domain: dict[_Domain, list[CorpusDialogue]] = {}
+        by_domain: dict[SynthesisDomain, list[CorpusDialogue]] = {}
         for slot, d in accepted:
             by_domain.setdefault(slot.domain, []).append(d)
         paths = []
@@ -784,7 +799,7 @@ def answer_form(config: SynthesisConfig, backend: Backend) -> str:
     return config.form or ("json" if backend.constrains_json else "yaml")
 
 
-def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequence[str] = STAGES) -> _Run:
+def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequence[str] = STAGES) -> SynthesisRun:
     """The backend built, the folder's identity checked (``method`` is part of it, so the single agent and the
     pipeline never share a folder), and the evaluation texts the corpus must stay apart from."""
     backend = (
@@ -820,12 +835,12 @@ def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequ
         names += sorted(report.schemas)
         requests += [opening(d) for d in report.accepted]
         taken = sorted({f.domain for f in report.files})
-    run = _Run(config, backend, names, requests, stages)
+    run = SynthesisRun(config, backend, names, requests, stages)
     run.taken_domains = taken
     return run
 
 
-def finish_run(run: _Run, accepted: list[tuple[_Slot, CorpusDialogue]], apis: dict[_Domain, list[ToolSchema]]) -> SynthesisReport:
+def finish_run(run: SynthesisRun, accepted: list[tuple[RequestSlot, CorpusDialogue]], apis: dict[SynthesisDomain, list[ToolSchema]]) -> SynthesisReport:
     """Write the corpus and ``report.json``; the run's report."""
     paths, accepted = run.write(accepted, apis)
     report = SynthesisReport(run.out, run.stages, run.rejections, paths, [d for _, d in accepted])

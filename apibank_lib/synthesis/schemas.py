@@ -107,6 +107,13 @@ def request_schema(ability: str, names: Sequence[str], low: int, high: int, *, v
     return _obj(props)
 
 
+def _value_pattern(value: str | None) -> str:
+    """A quoted value: exactly ``value`` where the request gave one the call format can carry, else any value."""
+    if value and "'" not in value:
+        return f"'{_literal(value)}'"
+    return _VALUE
+
+
 def _call_pattern(schemas: Sequence[ToolSchema], values: Mapping[str, str] | None = None) -> str:
     """A call of one of ``schemas``, written Name(param='value', ...) with the API's own parameter names: its
     required parameters first, in the declared order, then any of its optional ones. A required parameter named
@@ -116,10 +123,7 @@ def _call_pattern(schemas: Sequence[ToolSchema], values: Mapping[str, str] | Non
     for s in schemas:
         required = [p for p, spec in s.input_parameters.items() if spec.required]
         optional = "|".join(re.escape(p) for p, spec in s.input_parameters.items() if not spec.required)
-        head = ", ".join(
-            f"{re.escape(p)}='{_literal(values[p])}'" if "'" not in values.get(p, "'") else f"{re.escape(p)}={_VALUE}"
-            for p in required
-        )
+        head = ", ".join(f"{re.escape(p)}={_value_pattern(values.get(p))}" for p in required)
         tail = f"(, ({optional})={_VALUE}){{0,4}}" if optional else ""
         if head:
             args = head + tail

@@ -42,8 +42,8 @@ from apibank_lib.synthesis.pipeline import (
     ABILITY_CYCLE,
     SynthesisConfig,
     SynthesisReport,
-    _Domain,
-    _Slot,
+    SynthesisDomain,
+    RequestSlot,
     finish_run,
     start_run,
 )
@@ -167,8 +167,8 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
     names = sorted(n for n in tools if n != SEARCHER)
     start = random.Random(f"{config.seed}:single:abilities").randrange(len(ABILITY_CYCLE))
     defined: set[str] = set()
-    apis: dict[_Domain, list[ToolSchema]] = {}
-    drafted: list[tuple[_Slot, CorpusDialogue]] = []
+    apis: dict[SynthesisDomain, list[ToolSchema]] = {}
+    drafted: list[tuple[RequestSlot, CorpusDialogue]] = []
     spent = 0
     for number in range(1, examples + 1):
         if token_budget is not None and spent >= token_budget:
@@ -192,10 +192,10 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
         example: Example = outcome.value
         defined.update(s.name for s in example.apis)
         run.stages["examples"].items += 1
-        domain = _Domain(example.domain, slugify(example.domain))
+        domain = SynthesisDomain(example.domain, slugify(example.domain))
         apis.setdefault(domain, []).extend(example.apis)
         called = tuple(t.call.name for t in example.dialogue.api_turns if t.call is not None and t.call.name != SEARCHER)
         draft = RequestDraft(ability, tuple(dict.fromkeys(called)), opening(example.dialogue))
-        drafted.append((_Slot(domain, number, example.dialogue.id, draft), example.dialogue))
+        drafted.append((RequestSlot(domain, number, example.dialogue.id, draft), example.dialogue))
     accepted = run.tester(drafted, apis)
     return finish_run(run, accepted, apis)

@@ -50,7 +50,7 @@ from apibank_lib.formats.train_corpus import (
 )
 from apibank_lib.types import ToolSchema
 
-__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening", "date_in_words", "text_words"]
+__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening", "date_in_words", "text_words", "said_in"]
 
 REASONS = ("format", "api", "parameters", "result", "grounding", "shape", "duplicate")
 """The rejection reasons, in the order the checks run."""
@@ -254,6 +254,13 @@ def date_in_words(value: str, words: set[str], low: str) -> bool:
     return month in words and re.search(rf"\b({month}\s+{day}(st|nd|rd|th)?|{day}(st|nd|rd|th)?\s+(of\s+)?{month})\b", low) is not None
 
 
+def said_in(value: str, text: str) -> bool:
+    """Whether ``text`` says ``value``: as written (case and spacing aside), or an ISO date in words."""
+    low = " ".join(text.lower().split())
+    v = " ".join(value.lower().split())
+    return bool(v) and (v in low or date_in_words(value.strip(), set(text_words(low)), low))
+
+
 def _grounded(reply: str, outputs: list[Any]) -> bool:
     """Whether the reply repeats a concrete value of the outputs (a number, a code, a name)."""
     low = reply.lower()
@@ -353,7 +360,7 @@ def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str
             if "'" in str(v):
                 return "format", f"call {i + 1}: {call.name}.{k} holds a single quote, which the call format cannot carry"
             text = str(v).strip()
-            if (_PLACEHOLDER.search(text) and text.lower() not in said) or _names_its_parameter(text, k):
+            if (_PLACEHOLDER.search(text) and not said_in(text, said)) or _names_its_parameter(text, k):
                 return "parameters", f"call {i + 1}: {call.name}.{k}={v!r} is a placeholder, not a value the user gave"
             if _invented(text, k, sources):
                 return "parameters", f"call {i + 1}: {call.name}.{k}={v!r} is in neither the request nor an earlier result"
