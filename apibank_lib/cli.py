@@ -565,6 +565,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         apart_from=args.apart_from or (),
         clarify=not args.no_clarify,
         request_values=args.request_values,
+        feedback=args.feedback,
     )
     if args.single_agent is not None:
         report = run_single_agent(config, examples=args.single_agent, token_budget=args.token_budget)
@@ -914,6 +915,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--request-values", action="store_true",
         help="the request agent gives a value for each required input first, then a request that says them all; "
         "the dialogue's calls take exactly those values",
+    )
+    p.add_argument(
+        "--feedback", action="store_true",
+        help="a retry shows the model its refused answer and why it was refused (chat mode; with --retries)",
     )
     p.add_argument(
         "--no-clarify", action="store_true",

@@ -236,7 +236,8 @@ SMALL = {"n_domains": 2, "apis_per_domain": 3, "dialogues_per_domain": 5}
 
 
 def _stage(request: Request) -> tuple[str, str]:
-    user = request.prompt.messages[-1]["content"]
+    """The agent a request is for, and its instructions (the first user turn: a retry with feedback adds more)."""
+    user = next(m["content"] for m in request.prompt.messages if m["role"] == "user")
     source = request.prompt.source
     assert source.startswith("synthesis:"), source
     return source.removeprefix("synthesis:"), user
@@ -1188,6 +1189,20 @@ def test_request_values_are_asked_for_given_and_said_in_the_request(kayak_schema
     assert needed_values(plan) == ["lake", "day", "student"]
 
 
+def test_request_values_hold_no_double_quote_a_grammar_would_leave_unescaped() -> None:
+    import jsonschema
+
+    from apibank_lib.synthesis.schemas import request_schema
+
+    schema = request_schema("call", ["BookKayakLesson"], 1, 1, values=True)
+    answer = {"ability": "call", "apis": ["BookKayakLesson"], "values": {"student": "Tom Reyes"}, "request": "Book Tom Reyes a lesson."}
+    jsonschema.validate(answer, schema)
+    # What Qwen2.5-Coder-1.5B wrote when the pattern let a quote through: two pairs inside one value.
+    for value in ('Best Hotel", "location": "New York', "C:\\lessons"):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**answer, "values": {"student": value}}, schema)
+
+
 def test_request_values_fix_the_calls_of_the_dialogue_schema() -> None:
     import jsonschema
 
@@ -1431,3 +1446,39 @@ def test_a_refused_answer_is_asked_again_with_another_seed_and_both_tries_count(
     assert len(seeds) == 20  # each try sampled with its own seed
     again = run_pipeline(_config(tmp_path, FirstTryFails(), evaluation, retries=1))  # resumed: nothing asked again
     assert _row(again, "dialogues")["calls"] == 0 and len(again.accepted) == 10
+
+
+class ChatFirstTryFails(ChatWorldBackend):
+    """The chat world, but the first answer to each dialogue prompt is not YAML."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def complete(self, request: Request) -> Completion:
+        out = super().complete(request)
+        stage, user = _stage(request)
+        if stage == "dialogues" and user not in self.seen:
+            self.seen.add(user)
+            out.text = "```yaml\nturns: [ {user: 'unclosed'\n```"
+        return out
+
+
+def test_a_retry_with_feedback_shows_the_refused_answer_and_why(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    backend = ChatFirstTryFails()
+    report = run_pipeline(_config(tmp_path, backend, evaluation, retries=1, feedback=True))
+    assert len(report.accepted) == 10 and _row(report, "dialogues")["rejected_by_reason"] == "yaml: 10"
+    dialogue_requests = [r for r in backend.requests if r.prompt.source == "synthesis:dialogues"]
+    first, retry = dialogue_requests[0].prompt.messages, dialogue_requests[1].prompt.messages
+    assert retry[: len(first)] == first and [m["role"] for m in retry[len(first) :]] == ["assistant", "user"]
+    assert retry[-2]["content"].startswith("```yaml\nturns: [ {user: 'unclosed'")
+    assert retry[-1]["content"].startswith("That answer was refused: not valid YAML") and "stage:" not in retry[-1]["content"]
+    journal = _journal(tmp_path, "dialogues")
+    assert journal[1]["key"].endswith("#2") and journal[1]["prompt"][-1] == retry[-1]  # the retry's prompt, kept
+    again = run_pipeline(_config(tmp_path, ChatFirstTryFails(), evaluation, retries=1, feedback=True))
+    assert _row(again, "dialogues")["calls"] == 0 and len(again.accepted) == 10
+    # A completion model has no turns to add: its retry is the same prompt, sampled again.
+    completion = FirstTryFails()
+    run_pipeline(_config(tmp_path / "completion", completion, evaluation, retries=1, feedback=True))
+    tries = [r.prompt for r in completion.requests if r.prompt.source == "synthesis:dialogues"][:2]
+    assert tries[0].text == tries[1].text and tries[0].messages == tries[1].messages

@@ -64,8 +64,10 @@ _VALUE = "'([^'\\n()\\[\\]{}<>][^'\\n]{0,119})?'"
 """A single-quoted value (the corpus's call syntax) without a single quote, and not opening with a bracket: a
 grammar lets a small model start a value with the bracket it meant to close (``rate=')4.5'``)."""
 _IDENT = "[a-z][a-z0-9_]{0,30}"
-_VALUE_TEXT = "[^'\\n()\\[\\]{}<>][^'\\n]{0,59}"
-"""A value the request agent gives for an input: what a call can carry between single quotes."""
+_VALUE_TEXT = '[^\'"\\\\\\n()\\[\\]{}<>][^\'"\\\\\\n]{0,59}'
+"""A value the request agent gives for an input: what a call can carry between single quotes, and neither a
+double quote nor a backslash, which llama.cpp's grammar for a string pattern lets through unescaped
+(Qwen2.5-Coder-1.5B wrote several key-value pairs into one value that way)."""
 _META = re.compile(r"([.^$*+?()\[\]{}|\\])")
 
 
