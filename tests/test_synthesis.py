@@ -1197,6 +1197,7 @@ def test_request_values_hold_no_double_quote_a_grammar_would_leave_unescaped() -
     schema = request_schema("call", ["BookKayakLesson"], 1, 1, values=True)
     answer = {"ability": "call", "apis": ["BookKayakLesson"], "values": {"student": "Tom Reyes"}, "request": "Book Tom Reyes a lesson."}
     jsonschema.validate(answer, schema)
+    jsonschema.validate({**answer, "values": {"student": "Tom Reyes", "lessons": 3}}, schema)  # a number as one
     # What Qwen2.5-Coder-1.5B wrote when the pattern let a quote through: two pairs inside one value.
     for value in ('Best Hotel", "location": "New York', "C:\\lessons"):
         with pytest.raises(jsonschema.ValidationError):

@@ -104,7 +104,9 @@ def request_schema(ability: str, names: Sequence[str], low: int, high: int, *, v
         "apis": {"type": "array", "items": {"enum": list(names)}, "minItems": low, "maxItems": high},
     }
     if values:
-        props["values"] = {"type": "object", "additionalProperties": {"type": "string", "pattern": f"^{_VALUE_TEXT}$"}}
+        # A number may be written as one: held to a string, Qwen2.5-Coder-1.5B wrote "strconv(3)" for 3.
+        text = {"type": "string", "pattern": f"^{_VALUE_TEXT}$"}
+        props["values"] = {"type": "object", "additionalProperties": {"anyOf": [text, {"type": "number"}]}}
     props["request"] = {"type": "string", "minLength": 15, "maxLength": 400}
     return _obj(props)
 
