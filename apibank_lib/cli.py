@@ -605,7 +605,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     from apibank_lib.training.recipe import TrainConfig
     from apibank_lib.training.workflow import train_model
 
-    data = {"format": args.format, "paths": list(args.corpus), "examples": args.examples, "mix": args.mix, "seed": args.seed}
+    paths = list(args.corpus or []) + [p for group in args.source or [] for p in group]
+    if not paths:
+        raise ConfigError("apibank train needs corpus paths, or --source groups")
+    if args.source and args.corpus:
+        raise ConfigError("give either corpus paths or --source groups, not both")
+    data = {"format": args.format, "paths": paths, "examples": args.examples, "mix": args.mix, "seed": args.seed}
+    if args.source:
+        data["sources"] = [list(group) for group in args.source]  # absent otherwise, as in older training.json files
     if args.prompt_modes:
         data["modes"] = args.prompt_modes  # absent otherwise, so older training.json files read the same
     config = TrainConfig(
@@ -847,7 +854,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("train", help="fine-tune a model (LoRA by default) on training corpus files")
-    p.add_argument("corpus", nargs="+", help="corpus YAML files or folders (judged by the tester first), or ToolAlpaca files")
+    p.add_argument("corpus", nargs="*", help="corpus YAML files or folders (judged by the tester first), or ToolAlpaca files")
+    p.add_argument(
+        "--source", nargs="+", action="append", metavar="PATH",
+        help="a group of corpus paths; with several --source groups, each gives an equal share of --examples "
+        "(e.g. hand-written against model-made, half and half)",
+    )
     p.add_argument("--format", choices=("corpus", "toolalpaca"), default="corpus", help="toolalpaca: ToolAlpaca training files")
     p.add_argument("--out", required=True, help="output folder: adapter, checkpoint (resumes), loss.csv, training.json")
     p.add_argument("--model", default="gemma-3-270m")

@@ -299,6 +299,20 @@ def test_a_data_source_gives_the_same_examples_every_time(corpus: Path) -> None:
         build_examples({"format": "csv", "paths": []})
 
 
+def test_sources_give_equal_shares_of_a_draw(corpus: Path) -> None:
+    from apibank_lib.training.workflow import build_examples
+
+    hand = Path(__file__).resolve().parents[1] / "data" / "train" / "corpus" / "astronomy.yaml"
+    source = {"format": "corpus", "sources": [[str(corpus)], [str(hand)]], "paths": [], "examples": 7, "mix": "L1/api=1", "seed": 0}
+    drawn, note = build_examples(source)
+    small = {e.key for e in build_examples({**source, "sources": None, "paths": [str(corpus)], "examples": None})[0]}
+    assert len(drawn) == 7 and sum(e.key in small for e in drawn) == 4  # 7 split as 4 and 3, in source order
+    assert "source 1: 3 dialogues accepted" in note and "source 2:" in note
+    assert fingerprint(build_examples(source)[0]) == fingerprint(drawn)
+    with pytest.raises(ConfigError, match="fewer than its"):
+        build_examples({**source, "examples": 400})
+
+
 def test_searches_are_checked_with_the_real_tool_searcher(corpus: Path) -> None:
     from apibank_lib.synthesis.tester import check_retrieval
 

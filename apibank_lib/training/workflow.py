@@ -51,12 +51,15 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
             (how many to draw; None for all), ``mix`` (group shares, as
             :func:`~apibank_lib.training.export.parse_shares` reads them), ``seed``, and ``modes``: the renderings
             through the model's chat template and their shares (``chat=0.7,paper=0.3``, as
-            :func:`~apibank_lib.training.chat_examples.parse_modes` reads them; absent: completion examples).
+            :func:`~apibank_lib.training.chat_examples.parse_modes` reads them; absent: completion examples), and
+            ``sources``: groups of paths to draw equal shares of ``examples`` from (in place of ``paths``).
         template: the model's :class:`~apibank_lib.chat_template.ChatTemplate`, needed when ``modes`` is set.
 
     Raises:
         ConfigError: an unknown format, no example, or ``modes`` without a template.
     """
+    if data.get("sources"):
+        return _balanced(data, template)
     paths = [str(_project_path(p)) for p in data["paths"]]
     render = None
     if data.get("modes"):
@@ -82,6 +85,32 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
         raise ConfigError(f"no training example in {' '.join(paths)}")
     chosen = mix(pool, data.get("examples") or len(pool), parse_shares(data.get("mix") or DEFAULT_MIX), seed=data.get("seed", 0))
     return chosen, f"{note}, training on {len(chosen)}"
+
+
+def _balanced(data: dict[str, Any], template: Any) -> tuple[list[TrainingExample], str]:
+    """Equal draws from each of ``data["sources"]`` (lists of paths), each by the mix, shuffled together.
+
+    Two corpora pooled into one draw would be drawn from in proportion to their sizes; a comparison of "both
+    together" at an equal size wants each to give half."""
+    import random
+
+    sources = [list(group) for group in data["sources"]]
+    total = data.get("examples")
+    if not total:
+        raise ConfigError("a draw from several sources needs a number of examples")
+    if total < len(sources):
+        raise ConfigError(f"{total} examples cannot be split over {len(sources)} sources")
+    chosen: list[TrainingExample] = []
+    notes = []
+    for i, group in enumerate(sources):
+        share = total // len(sources) + (1 if i < total % len(sources) else 0)
+        part, note = build_examples({**data, "sources": None, "paths": group, "examples": share}, template)
+        if len(part) < share:
+            raise ConfigError(f"source {i + 1} ({' '.join(group)}) has {len(part)} examples, fewer than its {share}")
+        chosen += part
+        notes.append(f"source {i + 1}: {note}")
+    random.Random(data.get("seed", 0)).shuffle(chosen)
+    return chosen, "; ".join(notes)
 
 
 def train_model(config: TrainConfig, *, progress: bool = True, note: Any = None) -> TrainResult:
