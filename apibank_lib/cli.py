@@ -930,7 +930,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--feedback", action="store_true",
-        help="a retry shows the model its refused answer and why it was refused (chat mode; with --retries)",
+        help="a retry's prompt says why the try before was refused (chat mode; with --retries)",
     )
     p.add_argument(
         "--no-clarify", action="store_true",

@@ -236,8 +236,8 @@ SMALL = {"n_domains": 2, "apis_per_domain": 3, "dialogues_per_domain": 5}
 
 
 def _stage(request: Request) -> tuple[str, str]:
-    """The agent a request is for, and its instructions (the first user turn: a retry with feedback adds more)."""
-    user = next(m["content"] for m in request.prompt.messages if m["role"] == "user")
+    """The agent a request is for, and its instructions (without the note a retry with feedback adds)."""
+    user = request.prompt.messages[-1]["content"].split("\n\nAn earlier answer to this was refused:")[0]
     source = request.prompt.source
     assert source.startswith("synthesis:"), source
     return source.removeprefix("synthesis:"), user
@@ -1465,17 +1465,17 @@ class ChatFirstTryFails(ChatWorldBackend):
         return out
 
 
-def test_a_retry_with_feedback_shows_the_refused_answer_and_why(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+def test_a_retry_with_feedback_says_why_the_try_before_was_refused(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
     backend = ChatFirstTryFails()
     report = run_pipeline(_config(tmp_path, backend, evaluation, retries=1, feedback=True))
     assert len(report.accepted) == 10 and _row(report, "dialogues")["rejected_by_reason"] == "yaml: 10"
     dialogue_requests = [r for r in backend.requests if r.prompt.source == "synthesis:dialogues"]
     first, retry = dialogue_requests[0].prompt.messages, dialogue_requests[1].prompt.messages
-    assert retry[: len(first)] == first and [m["role"] for m in retry[len(first) :]] == ["assistant", "user"]
-    assert retry[-2]["content"].startswith("```yaml\nturns: [ {user: 'unclosed'")
-    assert retry[-1]["content"].startswith("That answer was refused: not valid YAML") and "stage:" not in retry[-1]["content"]
+    assert len(retry) == len(first) and retry[:-1] == first[:-1] and retry[-1]["content"].startswith(first[-1]["content"])
+    note = retry[-1]["content"][len(first[-1]["content"]) :]
+    assert note.startswith("\n\nAn earlier answer to this was refused: not valid YAML") and "stage:" not in note
     journal = _journal(tmp_path, "dialogues")
-    assert journal[1]["key"].endswith("#2") and journal[1]["prompt"][-1] == retry[-1]  # the retry's prompt, kept
+    assert journal[1]["key"].endswith("#2") and journal[1]["prompt"] == retry  # the retry's prompt, kept
     again = run_pipeline(_config(tmp_path, ChatFirstTryFails(), evaluation, retries=1, feedback=True))
     assert _row(again, "dialogues")["calls"] == 0 and len(again.accepted) == 10
     # A completion model has no turns to add: its retry is the same prompt, sampled again.

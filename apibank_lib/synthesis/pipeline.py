@@ -147,9 +147,9 @@ class SynthesisConfig:
             and in the JSON form the dialogue's calls take exactly those values. In the first reviewed pass of
             Qwen2.5-Coder-1.5B, 22 of 39 unusable dialogues had a request without the values its calls needed,
             which the dialogue agent then invented.
-        feedback: a retry shows the model its refused answer and the parser's reason, and asks for the answer
-            again (in chat mode; a completion model is just sampled again). Small models often write a request
-            that leaves out a value they listed, and mend it when told which.
+        feedback: a retry's prompt ends with the parser's reason for refusing the try before (in chat mode; a
+            completion model is just sampled again). Small models often write a request that leaves out a value
+            they listed; told which, they can mend it.
     """
 
     backend: str | Backend
@@ -338,15 +338,16 @@ class _Journal:
             self.records[rec["key"]] = rec
 
 
-def with_feedback(prompt: Prompt, answer: str, error: SynthesisParseError) -> Prompt:
-    """``prompt`` continued by the refused ``answer`` and a user turn saying why it was refused: the prompt of a
-    retry with feedback. Only the chat messages grow; a completion prompt stays as it was."""
+def with_feedback(prompt: Prompt, error: SynthesisParseError) -> Prompt:
+    """``prompt`` with a note on why an earlier answer was refused, at the end of its last user turn: the prompt
+    of a retry with feedback. The refused answer itself is not shown: shown as the assistant's turn,
+    Qwen2.5-Coder-1.5B copied it word for word. Only the chat messages change; a completion prompt stays."""
     reason = str(error).split(": ", 2)[-1]  # the parser's reason, without its "<stage> stage: <kind>:" head
-    turns = [
-        {"role": "assistant", "content": answer},
-        {"role": "user", "content": f"That answer was refused: {reason}. Write the whole answer again, in the same form, with that mended."},
-    ]
-    return replace(prompt, messages=[*prompt.messages, *turns])
+    note = f"\n\nAn earlier answer to this was refused: {reason}. Write an answer without that mistake."
+    messages = [dict(m) for m in prompt.messages]
+    last = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    messages[last]["content"] += note
+    return replace(prompt, messages=messages)
 
 
 def _digest(payload: Any) -> str:
@@ -455,7 +456,7 @@ class SynthesisRun:
             self.tally(stage, outcome)
             tries += 1
             if self.config.feedback and not self.completion:
-                prompt = with_feedback(prompt, outcome.text, outcome.error)
+                prompt = with_feedback(prompt, outcome.error)
             outcome = self._attempt_once(stage, f"{key}#{tries}", prompt, parse, schema)
         return outcome
 
