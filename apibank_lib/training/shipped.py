@@ -28,11 +28,16 @@ SHIPPED: dict[str, tuple[str, str]] = {
     "lynx-0.5b": ("qwen2.5-coder-0.5b", "lynx-0.5b/adapter"),
     "ours-equal-0.5b": ("qwen2.5-coder-0.5b", "ours-equal-0.5b/adapter"),
     "toolalpaca-equal-0.5b": ("qwen2.5-coder-0.5b", "toolalpaca-equal-0.5b/adapter"),
+    "synth-hand-0.5b": ("qwen2.5-coder-0.5b", "synth-hand-0.5b/adapter"),
+    "synth-made-0.5b": ("qwen2.5-coder-0.5b", "synth-made-0.5b/adapter"),
+    "synth-both-0.5b": ("qwen2.5-coder-0.5b", "synth-both-0.5b/adapter"),
 }
 """Short name -> (base model, adapter folder relative to :func:`models_dir`): the small Lynx (trained
 on a draw from our corpus; ``lynx-0.5b`` on the embedded Qwen2.5-Coder-0.5B-Instruct in chat form), and the two
 adapters of notebook 05 trained on equal-sized draws of our corpus and of our
-ToolAlpaca-format set (``*-0.5b`` on the same instruct base as ``lynx-0.5b``; ``*-270m`` on Gemma)."""
+ToolAlpaca-format set (``*-0.5b`` on the same instruct base as ``lynx-0.5b``; ``*-270m`` on Gemma); and the three
+of notebook 06 trained on equal-sized draws of our hand-written corpus (``synth-hand-0.5b``), the model-made one
+(``synth-made-0.5b``) and both, half and half (``synth-both-0.5b``), with one mix over all three levels."""
 
 
 def resolve_model(target: str) -> dict[str, Any]:
