@@ -833,6 +833,44 @@ def toolalpaca_table(
     return pd.DataFrame(rows)
 
 
+def training_data_table(
+    runs: Sequence[ScoredRun],
+    *,
+    names: Mapping[str, str] | None = None,
+    training_samples: Mapping[str, int | None] | None = None,
+    common: bool = True,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+) -> pd.DataFrame:
+    """Models trained on different data, side by side: API-call accuracy per ability and in total, each with its
+    95% interval (dialogues resampled) and the samples it is over.
+
+    Args:
+        runs: scored runs (their API-call samples are used; level 3's are the teacher-forced steps).
+        names: a display name per run model (``ScoredRun.model``), e.g. "model-made, 96".
+        training_samples: training examples per run model (None: not fine-tuned).
+        common: use only the API-call samples every run answered, so that each column compares the same samples.
+    """
+    pd = _pandas()
+    shared: set[str] | None = None
+    if common and runs:
+        shared = set.intersection(*({j.key for j in r.judgments if j.kind == "api"} for r in runs))
+    rows = []
+    for r in runs:
+        api = [j for j in r.judgments if j.kind == "api" and (shared is None or j.key in shared)]
+        row: dict[str, Any] = {"model": (names or {}).get(r.model, r.model), "training samples": (training_samples or {}).get(r.model)}
+        for label, js in [*((ABILITIES[lv], [j for j in api if j.level == lv]) for lv in sorted(ABILITIES)), ("Total", api)]:
+            if not js:
+                continue
+            acc, low, high = _accuracy(js, n_boot, seed)
+            row.update({f"{label} acc": acc, f"{label} acc low": low, f"{label} acc high": high, f"{label} n": len(js)})
+        row["source"] = f"measured here ({r.model}, {r.protocol}, {r.data})"
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    counts = [c for c in table.columns if c.endswith(" n")]
+    return table.astype({c: "Int64" for c in counts + ["training samples"] if c in table.columns})
+
+
 def adapter_training_samples(model: str) -> int | None:
     """Training examples behind a ``...+<adapter>`` run model (from the adapter folder's ``training.json``), else None."""
     from apibank_lib.training.shipped import adapter_folder

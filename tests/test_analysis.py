@@ -134,6 +134,27 @@ def test_toolalpaca_table_compares_the_samples_every_run_answered(bench: Benchma
     assert alone[alone["source"] != "reported"]["API-call samples"].tolist()[1] > measured[1]
 
 
+def test_the_training_data_table_gives_each_ability_on_the_samples_every_run_answered(bench: Benchmark, tmp_path: Path) -> None:
+    gold = run(RunConfig("oracle", levels=(1, 2), limit=6, tasks=("api",), out=str(tmp_path / "gold")), bench=bench, progress=False)
+    none = run(RunConfig("no-call", levels=(1, 2), limit=9, tasks=("api",), out=str(tmp_path / "none")), bench=bench, progress=False)
+    runs = analysis.load_runs([gold.path, none.path])
+    table = analysis.training_data_table(runs, names={"oracle": "gold"}, training_samples={"oracle": 96}, n_boot=20).set_index("model")
+    calls = [j for j in runs[0].judgments if j.kind == "api"]
+    assert table.loc["gold", "Call n"] == sum(j.level == 1 for j in calls) and table.loc["gold", "Total n"] == len(calls)
+    assert table.loc["no-call", "Total n"] == len(calls)  # its extra samples are left out
+    assert table.loc["gold", "Retrieve+Call acc"] == table.loc["gold", "Total acc low"] == 100.0
+    assert table.loc["no-call", "Total acc"] == 0.0 and table.loc["gold", "training samples"] == 96
+    assert pd_isna(table.loc["no-call", "training samples"]) and "Plan+Retrieve+Call acc" not in table.columns
+    alone = analysis.training_data_table(runs, common=False, n_boot=20).set_index("model")
+    assert alone.loc["no-call", "Total n"] > len(calls)
+
+
+def pd_isna(value: object) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
 def test_accuracy_by_what_the_training_corpus_has_seen(bench: Benchmark, tmp_path: Path) -> None:
     from apibank_lib.types import Param, ToolSchema
 
