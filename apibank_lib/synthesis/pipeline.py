@@ -371,7 +371,6 @@ class _Outcome:
     completion_tokens: int = 0
     cpu_s: float = 0.0
     wall_s: float = 0.0
-    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -508,7 +507,6 @@ class SynthesisRun:
                 cpu_s=round(time.process_time() - cpu, 3),
                 wall_s=round(time.perf_counter() - wall, 3),
             )
-        outcome.text = text
         try:
             outcome.value = parse(answer_text(text, lead))
         except SynthesisParseError as exc:
