@@ -141,3 +141,23 @@ def test_one_real_dialogue_goes_through_all_five_synthesis_stages(qwen: object, 
         assert len(verdicts) == 1 and isinstance(verdicts[0]["ok"], bool)
         assert len(report.accepted) <= int(verdicts[0]["ok"])  # the corpus-wide check may still drop it
         assert verdicts[0]["ok"] or verdicts[0]["reason"]  # a rejection says why
+
+
+def test_a_dialogue_schema_fixed_to_values_with_metacharacters_is_a_grammar_llama_cpp_takes(qwen: object) -> None:
+    """A request's values fix the dialogue's calls by pattern; llama.cpp's grammar parser refused an escaped dot
+    (``\\.``), and a refused grammar ended the whole synthesis process. Every metacharacter a value may hold goes
+    through the real parser here, and the model writes the value exactly."""
+    import json
+
+    from apibank_lib.prompts import Prompt
+    from apibank_lib.synthesis.pipeline import _CONTEXT
+    from apibank_lib.synthesis.schemas import dialogue_schema
+    from apibank_lib.types import Param, ToolSchema
+
+    value = "path/to/image.jpg [x]^ (a|b) $5*2+1? {y}"
+    api = ToolSchema("ResizeImage", "Resize an image.", {"image": Param("str", "The image's path.")}, {"image": Param("str", "The new path.")})
+    schema = dialogue_schema("call", [api], f"Resize {value}", clarify=False, values={"image": value})
+    prompt = Prompt(messages=[{"role": "user", "content": f"Write a dialogue where the user asks to resize {value}."}], text="", source="synthesis:dialogues")
+    out = qwen.complete(Request(prompt, _CONTEXT, max_tokens=600, prompt_mode="paper", response_schema=schema))  # type: ignore[attr-defined]
+    turns = json.loads(out.text)["turns"]
+    assert turns[1]["api"] == f"ResizeImage(image='{value}')"

@@ -69,12 +69,15 @@ _VALUE_TEXT = '[^\'"\\\\\\n()\\[\\]{}<>][^\'"\\\\\\n]{0,59}'
 double quote nor a backslash, which llama.cpp's grammar for a string pattern lets through unescaped
 (Qwen2.5-Coder-1.5B wrote several key-value pairs into one value that way)."""
 _META = re.compile(r"([.^$*+?()\[\]{}|\\])")
+_IN_CLASS = {"[": "\\[", "]": "\\]", "^": "\\x5e", "\\": "\\\\"}
+"""The metacharacters that need an escape inside a class too (llama.cpp's grammar parser refuses ``\\^``)."""
 
 
 def _literal(text: str) -> str:
-    """``text`` as a regular expression that matches it alone (metacharacters escaped; a space stays a space,
-    which llama.cpp's pattern reader takes as written)."""
-    return _META.sub(r"\\\1", text)
+    """``text`` as a regular expression that matches it alone: each metacharacter as a one-character class
+    (``[.]``, ``[\\[]``), since llama.cpp's pattern reader copies some escapes (``\\.``) into its grammar, which
+    its grammar parser then refuses; a space stays a space, which the reader takes as written."""
+    return _META.sub(lambda m: f"[{_IN_CLASS.get(m.group(1), m.group(1))}]", text)
 
 
 def _obj(properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:
