@@ -130,10 +130,8 @@ def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str]
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in SETTINGS_NAMES for t in node.targets):
             value = eval(compile(ast.Expression(node.value), name, "eval"), scope)  # our notebook's own expression
             settings = value if isinstance(value, list) else [value]
-            if "COMPARED" in params:
-                models = list(params["COMPARED"].values())
-            else:
-                models = list(params["MODELS"])
+            compared = next((params[k] for k in ("COMPARED", "WORTH") if k in params), None)  # display name -> spec
+            models = list(compared.values()) if compared is not None else list(params["MODELS"])
             found.append((models, settings))
     return found
 
@@ -150,7 +148,7 @@ def test_a_profile_answers_each_teacher_forced_sample_once_per_model(tmp_path: A
     folders: dict[tuple[str, str], set[str]] = {}  # (model, teacher-forced sample) -> the folders that plan it
     notebooks_of: dict[str, set[str]] = {}
     backends: dict[str, Any] = {}
-    for name in ("02_run_models", "03_score", "04_error_taxonomy", "05_toolalpaca_comparison", "07_retrieval"):
+    for name in ("02_run_models", "03_score", "04_error_taxonomy", "05_toolalpaca_comparison", "06_data_synthesis", "07_retrieval"):
         for models, settings in _notebook_settings(name, given):
             for model in models:
                 for config in (c for one in settings for c in one.configs(model, bench)):
