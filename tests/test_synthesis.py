@@ -1417,20 +1417,28 @@ def test_a_domain_naming_an_evaluated_area_or_a_taken_domain_is_not_new() -> Non
     assert domain_taken("Bike repair", taken) is None  # one shared word is not enough
 
 
-class FirstTryFails(WorldBackend):
-    """The world, but the first answer to each dialogue prompt is not YAML (a retry, with another seed, is fine)."""
+class _FirstDialogueTryBroken:
+    """Mixed into a world backend: the first answer to each dialogue prompt is ``broken`` (not YAML); a retry, with
+    another seed, is answered as usual."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: set[str] = set()
+    broken = ""
 
     def complete(self, request: Request) -> Completion:
-        out = super().complete(request)
+        out = super().complete(request)  # type: ignore[misc]
         stage, user = _stage(request)
-        if stage == "dialogues" and user not in self.seen:
-            self.seen.add(user)
-            out.text = "turns: [ {user: 'unclosed'\n```"
+        seen = self.__dict__.setdefault("_seen", set())
+        if stage == "dialogues" and user not in seen:
+            seen.add(user)
+            out.text = self.broken
         return out
+
+
+class FirstTryFails(_FirstDialogueTryBroken, WorldBackend):
+    broken = "turns: [ {user: 'unclosed'\n```"
+
+
+class ChatFirstTryFails(_FirstDialogueTryBroken, ChatWorldBackend):
+    broken = "```yaml\nturns: [ {user: 'unclosed'\n```"
 
 
 def test_a_refused_answer_is_asked_again_with_another_seed_and_both_tries_count(
@@ -1447,22 +1455,6 @@ def test_a_refused_answer_is_asked_again_with_another_seed_and_both_tries_count(
     assert len(seeds) == 20  # each try sampled with its own seed
     again = run_pipeline(_config(tmp_path, FirstTryFails(), evaluation, retries=1))  # resumed: nothing asked again
     assert _row(again, "dialogues")["calls"] == 0 and len(again.accepted) == 10
-
-
-class ChatFirstTryFails(ChatWorldBackend):
-    """The chat world, but the first answer to each dialogue prompt is not YAML."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: set[str] = set()
-
-    def complete(self, request: Request) -> Completion:
-        out = super().complete(request)
-        stage, user = _stage(request)
-        if stage == "dialogues" and user not in self.seen:
-            self.seen.add(user)
-            out.text = "```yaml\nturns: [ {user: 'unclosed'\n```"
-        return out
 
 
 def test_a_retry_with_feedback_says_why_the_try_before_was_refused(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
