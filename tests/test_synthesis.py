@@ -1046,6 +1046,48 @@ def test_the_tester_rejects(
     assert "case.yaml: dialogue #1" in r.where
 
 
+PHOTO_APIS = """domain: Photo editing
+apis:
+  - name: CropPhoto
+    description: "Crop a photo to a width in pixels."
+    input_parameters:
+      photo: {type: str, description: "File name of the photo."}
+      width: {type: int, description: "New width in pixels."}
+    output_parameters:
+      photo: {type: str, description: "File name of the cropped photo."}
+  - name: SharpenPhoto
+    description: "Sharpen a photo."
+    input_parameters:
+      photo: {type: str, description: "File name of the photo."}
+    output_parameters:
+      photo: {type: str, description: "File name of the sharpened photo."}
+"""
+
+CHAIN = """  - id: p-call-1
+    ability: call
+    turns:
+      - user: "Crop beach.jpg to 200 pixels wide, then sharpen it."
+      - api: CropPhoto(photo='beach.jpg', width='200')
+        output: {photo: "beach-crop.jpg"}
+      - api: SharpenPhoto(photo='beach-crop.jpg')
+        output: {photo: "beach-crop-sharp.jpg"}
+      - ai: "Done: beach-crop-sharp.jpg."
+"""
+
+
+def test_the_tester_refuses_a_call_that_ignores_what_an_earlier_call_returned(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    assert [d.id for d in _judge_one(tmp_path, CHAIN, evaluation, apis=PHOTO_APIS).accepted] == ["p-call-1"]
+    broken = _variant("SharpenPhoto(photo='beach-crop.jpg')", "SharpenPhoto(photo='beach.jpg')", CHAIN)
+    report = _judge_one(tmp_path, broken, evaluation, apis=PHOTO_APIS)
+    assert report.accepted == [] and report.rejected[0].reason == "parameters"
+    assert "SharpenPhoto.photo='beach.jpg' is what CropPhoto took, not the 'beach-crop.jpg' it returned" in report.rejected[0].message
+    # A result that gives the same value back breaks no chain.
+    same = _variant('output: {photo: "beach-crop.jpg"}', 'output: {photo: "beach.jpg"}', broken)
+    assert len(_judge_one(tmp_path, same, evaluation, apis=PHOTO_APIS).accepted) == 1
+
+
 def test_the_tester_rejects_an_api_that_copies_an_evaluation_name(
     tmp_path: Path, evaluation: tuple[list[str], list[str]]
 ) -> None:

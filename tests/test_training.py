@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -311,6 +312,25 @@ def test_sources_give_equal_shares_of_a_draw(corpus: Path) -> None:
     assert fingerprint(build_examples(source)[0]) == fingerprint(drawn)
     with pytest.raises(ConfigError, match="fewer than its"):
         build_examples({**source, "examples": 400})
+
+
+def test_retrain_warns_when_the_data_source_gives_other_examples(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from apibank_lib.training import workflow
+
+    source = {"format": "corpus", "paths": [str(corpus)], "examples": 3, "mix": "L1/api=1", "seed": 0}
+    built = fingerprint(workflow.build_examples(source)[0])
+    trained: list[int] = []
+    monkeypatch.setattr(workflow, "train", lambda config, examples, progress=True: trained.append(len(examples)))
+    for recorded, warns in ((built, False), ("0123456789abcdef", True)):
+        folder = tmp_path / recorded
+        folder.mkdir()
+        (folder / "training.json").write_text(json.dumps({"config": {"out": str(folder), "data": source}, "data_fingerprint": recorded}))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            workflow.retrain(folder, progress=False)
+        said = [str(w.message) for w in caught if "other examples" in str(w.message)]
+        assert bool(said) == warns and (not said or f"recorded {recorded}" in said[0])
+    assert trained == [3, 3]
 
 
 def test_searches_are_checked_with_the_real_tool_searcher(corpus: Path) -> None:

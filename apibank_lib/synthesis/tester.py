@@ -333,6 +333,7 @@ def _said(d: CorpusDialogue) -> str:
 def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str, str] | None:
     said = _said(d)
     sources = said  # what the user said, then each result as it comes
+    earlier: list[tuple[Any, Any]] = []  # the calls so far, with their results
     for i, t in enumerate(d.api_turns):
         call = t.call
         assert call is not None
@@ -371,6 +372,26 @@ def _check_calls(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[str
             if extra:
                 return "result", f"call {i + 1}: {call.name}'s output has undeclared fields {', '.join(map(str, extra))}"
         sources += " " + " ".join(_scalars(t.output))
+        broken = _chain_broken(call, earlier)
+        if broken:
+            return "parameters", f"call {i + 1}: {broken}"
+        earlier.append((call, t.output))
+    return None
+
+
+def _chain_broken(call: Any, earlier: list[tuple[Any, Any]]) -> str | None:
+    """Why ``call`` ignores an earlier call's result: it passes an input the value that input had in an earlier
+    call whose result gave that same field a new value (resizing the original image, not the cropped one the
+    crop returned). None when it does not."""
+    for before, output in earlier:
+        if not isinstance(output, dict):
+            continue
+        for name, value in call.args.items():
+            old, new = before.args.get(name), output.get(name)
+            if old is None or new is None or isinstance(new, (dict, list, bool)):
+                continue
+            if str(value).strip() == str(old).strip() and str(new).strip() != str(old).strip():
+                return f"{call.name}.{name}={value!r} is what {before.name} took, not the {new!r} it returned"
     return None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from apibank_lib.training.export import (
     TrainingExample,
     examples_from_corpus,
     examples_from_toolalpaca,
+    fingerprint,
     mix,
     parse_shares,
 )
@@ -113,11 +115,14 @@ def _balanced(data: dict[str, Any], template: Any) -> tuple[list[TrainingExample
     return chosen, "; ".join(notes)
 
 
-def train_model(config: TrainConfig, *, progress: bool = True, note: Any = None) -> TrainResult:
+def train_model(
+    config: TrainConfig, *, progress: bool = True, note: Any = None, expected_fingerprint: str | None = None
+) -> TrainResult:
     """Build the examples ``config.data`` describes and fine-tune on them (resuming a checkpoint in ``config.out``).
 
     Examples in chat form (``config.data["modes"]``) are rendered with the chat template of ``config.model``'s
     tokenizer: the template its GGUF file carries, the one the llama.cpp backend evaluates it with.
+    ``expected_fingerprint`` (what :func:`retrain` passes) warns when the examples built are not those.
     """
     template = None
     if config.data.get("modes"):
@@ -128,13 +133,22 @@ def train_model(config: TrainConfig, *, progress: bool = True, note: Any = None)
     examples, text = build_examples(config.data, template)
     if note is not None:
         note(text)
+    if expected_fingerprint is not None and fingerprint(examples) != expected_fingerprint:
+        # The corpus, the tester that judges it, or the renderer changed since the folder was trained.
+        warnings.warn(
+            f"{config.out}: the recorded data source now gives other examples (fingerprint {fingerprint(examples)}, "
+            f"recorded {expected_fingerprint}); the model trained again will differ from the one it replaces",
+            stacklevel=2,
+        )
     return train(config, examples, progress=progress)
 
 
 def retrain(folder: str | Path, *, progress: bool = True) -> TrainResult:
     """Train a model folder again from scratch with the settings and data source its ``training.json`` records.
 
-    The folder is replaced; it takes as long as the original run did (``training.json`` says how long).
+    The folder is replaced; it takes as long as the original run did (``training.json`` says how long). A warning
+    says so when the data source no longer gives the examples it was trained on (a corpus that grew, a tester
+    rule that now refuses some of its dialogues).
     """
     folder = Path(folder)
     info = folder / "training.json"
@@ -147,5 +161,6 @@ def retrain(folder: str | Path, *, progress: bool = True) -> TrainResult:
     settings.setdefault("engine", "loop")  # folders from before the TRL engine were trained by the loop
     if not settings.get("data"):
         raise ConfigError(f"{info} does not record its data source; train it again with apibank train")
+    expected = json.loads(info.read_text()).get("data_fingerprint")
     shutil.rmtree(folder)
-    return train_model(TrainConfig(**settings), progress=progress)
+    return train_model(TrainConfig(**settings), progress=progress, expected_fingerprint=expected)
