@@ -884,7 +884,9 @@ def adapter_training_samples(model: str) -> int | None:
     return int(json.loads(info.read_text())["result"]["examples_seen"])
 
 
-def training_statistics_table(report: Any, examples: Sequence[Any] | None = None) -> pd.DataFrame:
+def training_statistics_table(
+    report: Any, examples: Sequence[Any] | None = None, *, corpus: str = "our training corpus"
+) -> pd.DataFrame:
     """A training corpus (a tester report's accepted dialogues) beside the paper's training statistics.
 
     Counted with the evaluation's definitions: turns are user utterances (a
@@ -895,6 +897,7 @@ def training_statistics_table(report: Any, examples: Sequence[Any] | None = None
     Args:
         report: a :class:`~apibank_lib.synthesis.tester.CheckReport`.
         examples: the training examples, if already made (else they are made here).
+        corpus: what the measured column is called.
     """
     from apibank_lib.training.export import examples_from_corpus
 
@@ -920,7 +923,7 @@ def training_statistics_table(report: Any, examples: Sequence[Any] | None = None
         ("training samples (API-call / response)", f"{sum(e.task == 'api' for e in examples)} / {sum(e.task == 'response' for e in examples)}", None),
         ("tester rejections", f"{len(report.rejected)} of {report.total}", None),
     ]  # fmt: skip
-    return pd.DataFrame(rows, columns=["quantity", "measured here (our training corpus)", "reported (paper, training)"])
+    return pd.DataFrame(rows, columns=["quantity", f"measured here ({corpus})", "reported (paper, training)"])
 
 
 def corpus_vocabulary(schemas: Mapping[str, ToolSchema]) -> tuple[set[str], set[str]]:

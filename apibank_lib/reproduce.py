@@ -55,7 +55,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         # The committed results (results/bundled/): every default model, sized for 2 cores (about 90 minutes of
         # model time, and 3 hours more for notebook 05's three adapters on all 509 level-1 API-call samples). 110
         # samples per level hold at least 62 API-call samples at every level, and every level-3 episode; the 1.5B
-        # answers about 1.5 times as slowly and gets the base model's 20.
+        # answers about 1.5 times as slowly and gets the base model's 20. Notebook 06's adapters answer every
+        # API-call sample (about 40 minutes each).
         "LIMIT": None,
         "KIND_LIMITS": {},
         "MODEL_LIMITS": {
@@ -69,10 +70,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         "N_BOOT": 2000,
         "CALL_LIMIT": None,
         "REPLY_LIMIT": 100,
+        "WORTH_LIMIT": None,
     },
     "full": {
         "LIMIT": None, "KIND_LIMITS": {}, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None,
-        "REPLY_LIMIT": None,
+        "REPLY_LIMIT": None, "WORTH_LIMIT": None,
     },
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare); ``MODELS``, where a

@@ -32,7 +32,7 @@
 # %%
 import tempfile
 from pathlib import Path
-from apibank_lib import analysis
+from apibank_lib import analysis, load_benchmark, workbench
 from apibank_lib.formats.train_corpus import default_corpus_dir
 from apibank_lib.paths import DATA_DIR
 from apibank_lib.synthesis import records
@@ -51,12 +51,25 @@ FORM = None  # "json" (schema-constrained) or "yaml"; None: json where the backe
 LISTS = False  # show the agents lists and examples to keep away from (for capable models; small ones copy them)
 CLARIFY = False  # let a dialogue ask the user a question before the calls (small models write the calls into it)
 REQUEST_VALUES = False  # the request agent gives each input's value first; the dialogue's calls must use them
+FEEDBACK = False  # a retry's prompt says why the try before was refused
 RETRIES = 2  # ask again when the parser refuses an answer (with another sampling seed)
 CONCURRENCY = 1
 SEED = 0
 OUT = None  # the synthesis folder (resumable); None: a temporary one
 RECORDS = None  # the full generation's folders (multi-agent/, single-agent/); None: data/train/synthesized
 CORPUS = None  # the hand-written corpus; None: data/train/corpus
+WORTH = {  # display name -> model spec: the base model and the three equal-size adapters (models/synth-*-0.5b)
+    "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",
+    "hand-written": "llamacpp:synth-hand-0.5b",
+    "model-made": "llamacpp:synth-made-0.5b",
+}
+WORTH_LIMIT = 3  # API-call samples per level and model (apibank reproduce's standard profile: all); None for all
+WORTH_PAIRS = [
+    ["model-made", "hand-written"],
+    ["model-made", "Qwen2.5-Coder-0.5B base"],
+    ["hand-written", "Qwen2.5-Coder-0.5B base"],
+]
+N_BOOT = 200
 
 # %% [markdown]
 # ## The pipeline, stage by stage
@@ -66,7 +79,7 @@ out = Path(OUT) if OUT else Path(tempfile.mkdtemp(prefix="synthesis-"))
 config = SynthesisConfig(BACKEND, out / "multi-agent", n_domains=N_DOMAINS, apis_per_domain=APIS_PER_DOMAIN,
                          dialogues_per_domain=DIALOGUES_PER_DOMAIN, concurrency=CONCURRENCY, seed=SEED,
                          max_tokens=MAX_TOKENS, form=FORM, lists=LISTS, retries=RETRIES, clarify=CLARIFY,
-                         request_values=REQUEST_VALUES)
+                         request_values=REQUEST_VALUES, feedback=FEEDBACK)
 synthesis = run_pipeline(config)
 analysis.save_table(synthesis.table(), "synthesis_stages")
 synthesis.table()
@@ -79,7 +92,7 @@ synthesis.rejections_table().head(20)
 
 # %%
 single_config = SynthesisConfig(BACKEND, out / "single-agent", seed=SEED, max_tokens=MAX_TOKENS, form=FORM, lists=LISTS,
-                                retries=RETRIES, clarify=CLARIFY)
+                                retries=RETRIES, clarify=CLARIFY, feedback=FEEDBACK)
 single = run_single_agent(single_config, examples=SINGLE_EXAMPLES)
 single.table()
 
@@ -96,6 +109,7 @@ recorded = Path(RECORDS) if RECORDS else DATA_DIR / "train" / "synthesized"
 folders = (
     ("multi-agent", "multi-agent"),
     ("single agent", "single-agent"),
+    ("multi-agent, request values", "values"),
     ("multi-agent, attempt 2", "attempt-2/multi-agent"),
     ("multi-agent, attempt 1", "attempt-1/multi-agent"),
 )
@@ -140,8 +154,40 @@ report.table()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-made = methods.get("multi-agent")
-model_made = analysis.training_statistics_table(check_corpus(made / "corpus")) if made is not None and (made / "corpus").is_dir() else None
+# The model-made corpus: every generation's, judged together, the newest first (it keeps an id two generations share).
+made = [recorded / f / "corpus" for f in ("values", "multi-agent", "attempt-1/multi-agent", "attempt-2/multi-agent")]
+made = [str(p) for p in made if p.is_dir()]
+model_made = analysis.training_statistics_table(check_corpus(made), corpus="model-made corpus") if made else None
 if model_made is not None:
     analysis.save_table(model_made, "model_made_corpus_statistics")
 model_made
+
+# %% [markdown]
+# ## What the data is worth: equal-size training draws
+#
+# The instruct 0.5B trained with the recipe on equal-size draws of our hand-written corpus and of the model-made
+# one (every generation's corpus, judged again by the tester), with one mix over the three levels
+# (`models/synth-*-0.5b/training.json` holds each command; `apibank train --source A --source B` draws both
+# together, half and half). Each is evaluated on the bundled benchmark's API-call samples (level 3: the
+# teacher-forced steps) beside the base model, on the samples all of them answered. The paired tests compare two models sample by sample: an interval with dialogues resampled, and the
+# p-value of a cluster sign-flip permutation test. By default a few samples per level; `apibank reproduce`'s
+# standard profile answers all of them.
+
+# %%
+bench = load_benchmark(None)
+analysis.use_data(bench)
+settings = workbench.RunSettings(levels=[1, 2, 3], limit=WORTH_LIMIT, tasks=("api",), level3="steps")
+worth_runs, _ = workbench.run_models(list(WORTH.values()), bench, settings, progress=False)
+worth_names = {run.model: name for run, name in zip(worth_runs, WORTH)}
+worth_by_name = {name: run.model for run, name in zip(worth_runs, WORTH)}
+
+# %%
+trained_on = {run.model: analysis.adapter_training_samples(run.model) for run in worth_runs}
+worth = analysis.training_data_table(worth_runs, names=worth_names, training_samples=trained_on, n_boot=N_BOOT, seed=SEED)
+analysis.save_table(worth, "synthesis_training_worth")
+worth
+
+# %%
+worth_pairs = analysis.paired_tables(worth_runs, [[worth_by_name[a], worth_by_name[b]] for a, b in WORTH_PAIRS], n_boot=N_BOOT, seed=SEED)
+analysis.save_table(worth_pairs, "synthesis_training_paired")
+worth_pairs
