@@ -133,10 +133,11 @@ def train_model(
     examples, text = build_examples(config.data, template)
     if note is not None:
         note(text)
-    if expected_fingerprint is not None and fingerprint(examples) != expected_fingerprint:
+    built = fingerprint(examples) if expected_fingerprint is not None else None
+    if built != expected_fingerprint:
         # The corpus, the tester that judges it, or the renderer changed since the folder was trained.
         warnings.warn(
-            f"{config.out}: the recorded data source now gives other examples (fingerprint {fingerprint(examples)}, "
+            f"{config.out}: the recorded data source now gives other examples (fingerprint {built}, "
             f"recorded {expected_fingerprint}); the model trained again will differ from the one it replaces",
             stacklevel=2,
         )
@@ -154,13 +155,13 @@ def retrain(folder: str | Path, *, progress: bool = True) -> TrainResult:
     info = folder / "training.json"
     if not info.is_file():
         raise ConfigError(f"no training.json in {folder}: not a folder written by apibank train")
-    recorded = json.loads(info.read_text())["config"]
+    record = json.loads(info.read_text())
+    recorded = record["config"]
     known = {f.name for f in fields(TrainConfig)}
     settings = {k: (tuple(v) if k == "target_modules" else v) for k, v in recorded.items() if k in known}
     settings["out"] = str(folder)
     settings.setdefault("engine", "loop")  # folders from before the TRL engine were trained by the loop
     if not settings.get("data"):
         raise ConfigError(f"{info} does not record its data source; train it again with apibank train")
-    expected = json.loads(info.read_text()).get("data_fingerprint")
     shutil.rmtree(folder)
-    return train_model(TrainConfig(**settings), progress=progress, expected_fingerprint=expected)
+    return train_model(TrainConfig(**settings), progress=progress, expected_fingerprint=record.get("data_fingerprint"))
