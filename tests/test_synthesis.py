@@ -39,6 +39,7 @@ from apibank_lib.synthesis.agents import (
     parse_domains,
     parse_request,
     request_prompt,
+    slugify,
 )
 from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
 from apibank_lib.synthesis.tester import check_corpus, evaluation_texts
@@ -1446,6 +1447,51 @@ def test_a_generation_grows_by_domains_without_asking_for_them_again(
     assert _row(grown, "domains")["resumed"] == 1 and _row(grown, "apis")["resumed"] == 1
     assert len(grown.accepted) == 10 and "Name 2 different" in str(_journal(tmp_path, "domains")[0]["prompt"])
     assert not any(r.prompt.source == "synthesis:domains" for r in backend.requests)
+
+
+class _AreaWorld(WorldBackend):
+    """The world, whose domains agent repeats itself: every domains answer names Kayak lessons, except the one
+    for ``fresh_area``, which names Bakery orders."""
+
+    def __init__(self, fresh_area: str | None) -> None:
+        super().__init__()
+        self.fresh_area = fresh_area
+
+    def complete(self, request: Request) -> Completion:
+        stage, user = _stage(request)
+        if stage != "domains":
+            return super().complete(request)
+        self.requests.append(request)
+        fresh = self.fresh_area is not None and f" within {self.fresh_area} " in user
+        return Completion(text=("Bakery orders" if fresh else "Kayak lessons") + "\n```\n")
+
+
+def test_too_few_domains_are_topped_up_one_area_of_life_at_a_time(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    from apibank_lib.synthesis.agents import DOMAIN_AREAS
+    from apibank_lib.synthesis.pipeline import FRUITLESS_AREAS
+
+    backend = _AreaWorld(DOMAIN_AREAS[1])
+    report = run_pipeline(_config(tmp_path / "topped", backend, evaluation))
+    asked = [r for r in backend.requests if r.prompt.source == "synthesis:domains"]
+    # The first answer gives one domain; the first area's repeats it; the second area's gives the other.
+    assert len(asked) == 3 and "within" not in asked[0].prompt.messages[-1]["content"]
+    assert f"Name 8 different everyday domains within {DOMAIN_AREAS[1]} in" in asked[2].prompt.messages[-1]["content"]
+    assert [r["key"] for r in _journal(tmp_path / "topped", "domains")] == [
+        "domains", f"domains/{slugify(DOMAIN_AREAS[0])}", f"domains/{slugify(DOMAIN_AREAS[1])}"
+    ]
+    assert {d.domain for d in report.accepted} == {"Kayak lessons", "Bakery orders"} and len(report.accepted) == 10
+    assert _row(report, "domains")["attempted"] == 3 and _row(report, "domains")["duplicates"] == 1
+    again = _AreaWorld(DOMAIN_AREAS[1])
+    assert _corpus_texts(tmp_path / "topped") == _corpus_texts(run_pipeline(_config(tmp_path / "topped", again, evaluation)).out)
+    assert not again.requests  # resumed from the journals
+
+    # A domains agent with nothing new to name is asked a few areas in a row, then the run goes on without.
+    barren = _AreaWorld(None)
+    report = run_pipeline(_config(tmp_path / "barren", barren, evaluation))
+    assert len([r for r in barren.requests if r.prompt.source == "synthesis:domains"]) == 1 + FRUITLESS_AREAS
+    assert {d.domain for d in report.accepted} == {"Kayak lessons"}
 
 
 def test_a_domain_naming_an_evaluated_area_or_a_taken_domain_is_not_new() -> None:

@@ -61,6 +61,7 @@ __all__ = [
     "schema_entry",
     "render_apis",
     "dialogue_mapping",
+    "DOMAIN_AREAS",
     "domains_prompt",
     "parse_domains",
     "apis_prompt",
@@ -283,20 +284,64 @@ _EVALUATED_AREAS = (
 )
 
 
-def domains_prompt(n: int, form: str = "yaml", taken: Sequence[str] = (), *, lists: bool = True) -> Prompt:
+DOMAIN_AREAS = (
+    "repairs and upkeep of a home",
+    "outdoor hobbies",
+    "arts and handicrafts",
+    "community and neighbourhood life",
+    "raising children",
+    "animals kept by people",
+    "cars, motorbikes and bicycles",
+    "boats and water sports",
+    "farming and growing food",
+    "running a small shop",
+    "office administration",
+    "building and construction work",
+    "collecting and antiques",
+    "board games and puzzles",
+    "theatre, dance and performance",
+    "writing and publishing",
+    "amateur science and nature study",
+    "clothes and fashion",
+    "hairdressing and personal grooming",
+    "weddings, parties and celebrations",
+    "moving house",
+    "services of a town council",
+    "buying and selling used goods",
+    "repairing electronics and appliances",
+    "energy use at home",
+    "amateur sports clubs",
+    "camping and mountain trips",
+    "learning a practical skill",
+    "care for older relatives",
+    "religious and cultural communities",
+)
+"""Broad areas of everyday life, one a further domains answer (:func:`domains_prompt` with ``area``). A small
+model asked once for many domains repeats a few (Qwen2.5-Coder-1.5B's 40 held 17 different names); asked for a
+few within one area at a time, it names new ones."""
+
+
+def domains_prompt(
+    n: int, form: str = "yaml", taken: Sequence[str] = (), *, lists: bool = True, area: str | None = None
+) -> Prompt:
     """Ask for ``n`` domain names, one a line (``yaml`` form: a plain list; ``json``: ``{"domains": [...]}``),
     away from the evaluated areas and from ``taken`` (domains another corpus has).
 
     ``lists=False`` leaves out the two example domains and both lists to keep away from: a small model copies
     them (Qwen2.5-Coder-1.5B's 40 domains began with the examples and went on through the list); the pipeline
-    drops such domains instead (:func:`domain_taken`)."""
+    drops such domains instead (:func:`domain_taken`). ``area`` (one of :data:`DOMAIN_AREAS`) asks for domains
+    within that area of life."""
     system = INTRO
     answer = (
         f"Answer with the list inside one {LIST_LEAD.strip()} block."
         if form == "yaml"
         else 'Answer with one JSON object: {"domains": ["First domain", "Second domain", ...]}.'
     )
-    asked = f"Name {n} different everyday domains in which a person could ask an assistant to get something done through an online service"
+    asked = (
+        f"Name {n} different everyday domains"
+        + (f" within {area}" if area else "")
+        + " in which a person could ask an assistant to get something done through an online service"
+    )
     if lists:
         keep_away = (
             " (for instance: Boat hire, Tailoring and alterations).\n"

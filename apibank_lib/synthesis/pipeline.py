@@ -49,6 +49,7 @@ from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
 from apibank_lib.prompts import Prompt
 from apibank_lib.synthesis import schemas as stage_schemas
 from apibank_lib.synthesis.agents import (
+    DOMAIN_AREAS,
     API_LIMITS,
     FORMS,
     STAGES,
@@ -88,6 +89,12 @@ __all__ = [
 
 ABILITY_CYCLE: tuple[str, ...] = ("call", "retrieve_call", "call", "retrieve_call", "plan_retrieve_call")
 """The abilities of a domain's request slots, repeated: 15 slots give the brief's 6 call, 6 retrieve_call and 3 plans."""
+
+AREA_DOMAINS = 8
+"""Domain names asked for in each further answer, one area of life at a time (:meth:`SynthesisRun.domains`)."""
+
+FRUITLESS_AREAS = 3
+"""Further domains answers in a row that name nothing new, after which the run goes on with the domains it has."""
 
 _SHORT = {"call": "call", "retrieve_call": "retrieve", "plan_retrieve_call": "plan"}
 
@@ -576,24 +583,35 @@ class SynthesisRun:
     # -- stages --
 
     def domains(self) -> list[SynthesisDomain]:
+        """The first ``n_domains`` new domain names: from one answer for ``domains_asked`` names, then, while
+        that gives too few (a small model repeats names), from one answer per area of :data:`DOMAIN_AREAS` in
+        turn, each for :data:`AREA_DOMAINS` names."""
         n = max(self.config.n_domains, self.config.domains_asked or 0)
-        outcome = self.attempt(
-            "domains", "domains", domains_prompt(n, self.form, self.taken_domains, lists=self.config.lists), parse_domains,
-            stage_schemas.domains_schema(n),
-        )
-        if not self.tally("domains", outcome):
-            return []
-        names = []
-        for name in outcome.value:
-            why = domain_taken(name, [*self.taken_domains, *names])
-            if why is not None:
-                self.stages["domains"].duplicates += 1
-                self.rejections.append(SynthesisRejection("domains", "domains", "taken", why))
-                continue
-            names.append(name)
+        asks = [("domains", n, None)] + [(f"domains/{slugify(a)}", AREA_DOMAINS, a) for a in DOMAIN_AREAS]
+        names: list[str] = []
+        fruitless = 0
+        for key, count, area in asks:
+            if len(names) >= self.config.n_domains or fruitless == FRUITLESS_AREAS:
+                break
+            prompt = domains_prompt(count, self.form, self.taken_domains, lists=self.config.lists, area=area)
+            outcome = self.attempt("domains", key, prompt, parse_domains, stage_schemas.domains_schema(count))
+            before = len(names)
+            if self.tally("domains", outcome):
+                self._new_domains(key, outcome.value, names)
+            fruitless = fruitless + 1 if len(names) == before else 0
         names = names[: self.config.n_domains]
         self.stages["domains"].items = len(names)
         return [SynthesisDomain(n, slugify(n)) for n in names]
+
+    def _new_domains(self, key: str, answered: list[str], names: list[str]) -> None:
+        """Append to ``names`` the answered domains that are new; count and record the others."""
+        for name in answered:
+            why = domain_taken(name, [*self.taken_domains, *names])
+            if why is not None:
+                self.stages["domains"].duplicates += 1
+                self.rejections.append(SynthesisRejection("domains", key, "taken", why))
+                continue
+            names.append(name)
 
     def apis(self, domains: list[SynthesisDomain]) -> dict[SynthesisDomain, list[ToolSchema]]:
         def one(domain: SynthesisDomain) -> _Outcome:
