@@ -936,6 +936,13 @@ TESTER_CASES = [
     # format
     ("format", "the first turn must be the user's", _variant('- user: "Is there', '- ai: "Is there')),
     ("format", "does not parse", _variant("day='2023-08-05')", "day='2023-08-05'")),
+    ("format", "turn 1: the user names FindKayakLessons", _variant("Is there a lesson", "Call FindKayakLessons: is there a lesson")),
+    ("format", "the user names an API", _variant("Is there a lesson", "Use the lessons API: is there a lesson")),
+    (
+        "format",
+        "the requirement: the user is a placeholder person ('John Doe')",
+        _variant("for Lea Marti.", "for John Doe.", PLAN),
+    ),
     ("format", "ends on an API call", GOOD_CALL.split("      - ai:")[0]),
     ("format", "write exactly one of user:, ai:, or api:", _variant('- ai: "Lesson', '- assistant: "Lesson')),
     ("format", "missing id", _variant("  - id: k-call-1\n    ability", "  - ability")),
@@ -1175,6 +1182,11 @@ def test_an_identifier_the_user_wrote_otherwise_or_a_result_gave_is_not_invented
     for dialogue in (spaced, from_result):
         report = _judge_one(tmp_path, dialogue, evaluation)
         assert len(report.accepted) == 1, report.rejected
+
+
+def test_a_user_may_speak_of_an_api_as_a_topic(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    topic = _variant("Is there a lesson on", "Before I read the API reference: is there a lesson on")
+    assert [d.id for d in _judge_one(tmp_path, topic, evaluation).accepted] == ["k-call-1"]
 
 
 def test_a_placeholder_the_user_said_is_a_value(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:

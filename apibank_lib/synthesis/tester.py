@@ -4,7 +4,8 @@ The checks follow the data standards of the paper's tester, made explicit:
 
 * ``format``: the dialogue has an id, a known ability, well-formed turns and
   calls that parse; the first turn is the user's; no assistant turn writes an
-  API call as text (calls are API turns).
+  API call as text (calls are API turns); the user neither names an API nor
+  is a placeholder person (``John Doe``).
 * ``api``: every called API is defined (``ToolSearcher`` is the one shared
   API), with a CamelCase name that is not an evaluation API's (or a near copy).
 * ``parameters``: only declared parameter names, every required one given,
@@ -324,6 +325,29 @@ def _check_turns(d: CorpusDialogue) -> str | None:
     return None
 
 
+_API_WORD = re.compile(r"\b(call|calling|use|using|invoke|via|through|from)\s+(the\s+)?([\w-]+\s+){0,2}APIs?\b", re.IGNORECASE)
+"""A user who dictates the means ("call the booking API"); "the API reference" is a topic and passes."""
+_PLACEHOLDER_PERSON = re.compile(r"\b(john|jane) doe\b", re.IGNORECASE)
+
+
+def _check_user_words(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> str | None:
+    """The user asks for what they want in their own words: no user turn (or plan requirement) names an API or
+    says "API" (a user who dictates the calls teaches nothing about choosing them), or is a placeholder person
+    (``John Doe``: a slot, not a user). Found in a model-made generation's review (2026-12-04)."""
+    named = [n for n in [*schemas, SEARCHER] if sum(c.isupper() for c in n) >= 2]
+    said = [(f"turn {i + 1}", t.text or "") for i, t in enumerate(d.turns) if t.role == "user"]
+    said += [("the requirement", d.requirement or "")]
+    for where, text in said:
+        api = next((n for n in named if re.search(rf"\b{re.escape(n)}\b", text)), None)
+        if api or _API_WORD.search(text):
+            what = api or "an API"
+            return f"{where}: the user names {what}; a user asks for what they want, and the assistant chooses the API"
+        person = _PLACEHOLDER_PERSON.search(text)
+        if person:
+            return f"{where}: the user is a placeholder person ({person.group(0)!r}), not someone real"
+    return None
+
+
 def _said(d: CorpusDialogue) -> str:
     """What the user said, lower-cased: the turns of a dialogue, a plan's requirement."""
     said = [t.text or "" for t in d.turns if t.role == "user"] + [d.requirement or ""]
@@ -459,7 +483,7 @@ def check_dialogue(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> tuple[s
     Returns ``(reason, message)`` for the first rule broken, or None when accepted.
     Duplicates are judged across dialogues by :func:`check_corpus`.
     """
-    problem = _check_turns(d)
+    problem = _check_turns(d) or _check_user_words(d, schemas)
     if problem:
         return "format", problem
     bad = _check_calls(d, schemas)
