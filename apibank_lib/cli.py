@@ -899,7 +899,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domains", type=int, default=10, help="how many domains to use")
     p.add_argument(
         "--domains-asked", type=int, default=None,
-        help="ask for this many domains and use the first --domains (a later run with more --domains reuses the answer)",
+        help="domains asked for in the first answer; more are asked one area of life at a time up to --domains (a later run with more --domains reuses the answers)",
     )
     p.add_argument("--apis-per-domain", type=int, default=6)
     p.add_argument("--dialogues-per-domain", type=int, default=15)

@@ -1498,6 +1498,12 @@ def test_too_few_domains_are_topped_up_one_area_of_life_at_a_time(
     again = _AreaWorld(DOMAIN_AREAS[1])
     assert _corpus_texts(tmp_path / "topped") == _corpus_texts(run_pipeline(_config(tmp_path / "topped", again, evaluation)).out)
     assert not again.requests  # resumed from the journals
+    # Grown past the first answer's size, a run keeps that answer (same prompt) and tops up from the areas.
+    grown = _AreaWorld(DOMAIN_AREAS[1])
+    run_pipeline(_config(tmp_path / "grown", _AreaWorld(None), evaluation, n_domains=1, domains_asked=1))
+    report = run_pipeline(_config(tmp_path / "grown", grown, evaluation, n_domains=2, domains_asked=1))
+    assert [r.prompt.source for r in grown.requests].count("synthesis:domains") == 2  # the two areas, not the first
+    assert {d.domain for d in report.accepted} == {"Kayak lessons", "Bakery orders"}
 
     # A domains agent with nothing new to name is asked a few areas in a row, then the run goes on without.
     barren = _AreaWorld(None)

@@ -128,9 +128,10 @@ class SynthesisConfig:
         temperature: sampling temperature of every answer (0: greedy). A small model decoding greedily repeats
             itself (the same API three times in one list); each answer is sampled with a seed drawn from
             ``seed`` and its key, so a rerun gives the same answers.
-        domains_asked: how many domains the domains agent is asked for, of which the first ``n_domains`` are used
-            (None: ``n_domains``). Asking for more than are used lets a long generation grow by domains: a later
-            run with a larger ``n_domains`` reuses the same answer instead of asking again.
+        domains_asked: how many domains the domains agent is asked for in its first answer (None:
+            ``n_domains``); further answers, one area of life at a time, top the new ones up to ``n_domains``.
+            Fixing it lets a long generation grow by domains: a later run with a larger ``n_domains`` reuses the
+            answers it has and asks only for more.
         lists: show the agents what to keep away from: the domains agent the evaluated areas, the taken domains
             and two example domains; the APIs agent two evaluation APIs as layout references; the request agent
             the requests already written for the domain; the dialogue agent a worked example from another domain
@@ -586,7 +587,7 @@ class SynthesisRun:
         """The first ``n_domains`` new domain names: from one answer for ``domains_asked`` names, then, while
         that gives too few (a small model repeats names), from one answer per area of :data:`DOMAIN_AREAS` in
         turn, each for :data:`AREA_DOMAINS` names."""
-        n = max(self.config.n_domains, self.config.domains_asked or 0)
+        n = self.config.domains_asked or self.config.n_domains
         asks = [("domains", n, None)] + [(f"domains/{slugify(a)}", AREA_DOMAINS, a) for a in DOMAIN_AREAS]
         names: list[str] = []
         fruitless = 0
