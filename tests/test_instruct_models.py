@@ -161,3 +161,24 @@ def test_a_dialogue_schema_fixed_to_values_with_metacharacters_is_a_grammar_llam
     out = qwen.complete(Request(prompt, _CONTEXT, max_tokens=600, prompt_mode="paper", response_schema=schema))  # type: ignore[attr-defined]
     turns = json.loads(out.text)["turns"]
     assert turns[1]["api"] == f"ResizeImage(image='{value}')"
+
+
+def test_a_grammar_llama_cpp_refuses_fails_its_request_not_the_process(qwen: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp's parser refuses a grammar by returning no sampler, and sampling with none ends the process; the
+    backend parses each grammar first, so the refusal is one request's BackendError and the next request runs."""
+    import json
+
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from apibank_lib.errors import BackendError
+    from apibank_lib.prompts import Prompt
+    from apibank_lib.synthesis.pipeline import _CONTEXT
+
+    prompt = Prompt(messages=[{"role": "user", "content": "Answer with a JSON object with the key a."}], text="", source="test")
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}}, "required": ["a"], "additionalProperties": False}
+    with monkeypatch.context() as patch:
+        patch.setattr(LlamaGrammar, "from_json_schema", classmethod(lambda cls, text, verbose=False: cls.from_string('root ::= "{\\"a\\": \\"x\\." "\\"}"', verbose=False)))
+        with pytest.raises(BackendError, match="grammar parser refuses"):
+            qwen.complete(Request(prompt, _CONTEXT, max_tokens=20, prompt_mode="paper", response_schema=schema))  # type: ignore[attr-defined]
+    out = qwen.complete(Request(prompt, _CONTEXT, max_tokens=20, prompt_mode="paper", response_schema=schema))  # type: ignore[attr-defined]
+    assert set(json.loads(out.text)) == {"a"}

@@ -350,10 +350,31 @@ class LlamaCppBackend(Backend):
         text = json.dumps(schema)  # keys in the schema's order: the grammar writes properties in that order
         if text not in self._grammars:
             try:
-                self._grammars[text] = LlamaGrammar.from_json_schema(text, verbose=False)
+                grammar = LlamaGrammar.from_json_schema(text, verbose=False)
             except Exception as exc:  # llama.cpp's converter raises plain exceptions on schemas it cannot express
-                raise ConfigError(f"llama.cpp cannot turn this JSON Schema into a grammar: {exc}") from exc
+                raise BackendError(f"llama.cpp cannot turn this JSON Schema into a grammar: {exc}") from exc
+            self._check_grammar(grammar._grammar, grammar._root)
+            self._grammars[text] = grammar
         return self._grammars[text]
+
+    def _check_grammar(self, gbnf: str, root: str) -> None:
+        """Parse ``gbnf`` with llama.cpp once, before any generation uses it.
+
+        llama.cpp's parser does not raise on a grammar it refuses (``\\.`` in a literal, say): it logs the error and
+        returns no sampler, which llama-cpp-python adds to its chain anyway, and the first sampled token then ends
+        the whole process. Checked here, the refusal is an error of the one request instead (a schema may hold
+        values a model wrote: synthesis fixes a dialogue's calls to its request's values).
+
+        Raises:
+            BackendError: llama.cpp refuses the grammar.
+        """
+        import llama_cpp
+
+        sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, gbnf.encode("utf-8"), root.encode("utf-8"))
+        if not sampler:
+            head = gbnf if len(gbnf) <= 600 else gbnf[:600] + " ..."
+            raise BackendError(f"llama.cpp's grammar parser refuses the grammar built from this JSON Schema:\n{head}")
+        llama_cpp.llama_sampler_free(sampler)
 
     def _generate(
         self, tokens: list[int], budget: int, grammar: Any = None, temperature: float | None = None, seed: int | None = None
