@@ -731,6 +731,11 @@ def _one_api(**changes: Any) -> str:
         (_one_api(name="find_lessons"), "schema", "is not CamelCase"),
         (_one_api(name="ToolSearcher"), "schema", "cannot be redefined"),
         (_one_api(input_parameters={"lake": {"type": "string", "description": "x"}}), "schema", "has type 'string'"),
+        (
+            _one_api(input_parameters={"lake": {"type": "str", "description": "x"}, "optional": {"type": "str", "description": "x"}}),
+            "schema",
+            "FindKayakLessons.optional is named after a word of the API format",
+        ),
     ],
 )
 def test_parse_apis_errors(text: str, kind: str, words: str, evaluation: tuple[list[str], list[str]]) -> None:

@@ -68,6 +68,9 @@ _PLACEHOLDER = re.compile(
 )
 """A value that holds a slot's place instead of a value: ``your_session_key``, ``My Account``, ``<date>``,
 ``{id}``, ``...``, ``xxx``, ``placeholder``, ``John Doe``."""
+_FORMAT_WORDS = frozenset({"required", "optional"})
+"""Parameter names that are the API format's words, not values (Qwen2.5-Coder-1.5B gave five APIs an input
+``optional``, two an input ``required``)."""
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}(-\d{2})?([ T]\d{2}:\d{2}(:\d{2})?)?$|^\d{1,2}:\d{2}(:\d{2})?$")
 _NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?$")
 _CODE = re.compile(r"\d{3,}.*[A-Za-z]|[A-Za-z].*\d{3,}|[/@]")
@@ -299,6 +302,8 @@ def check_schema(schema: ToolSchema, evaluation_names: Iterable[str] = ()) -> st
         for pname, p in group.items():
             if p.type.split("(")[0] not in _TYPES:
                 return f"{schema.name}.{pname} has type {p.type!r}; use one of {sorted(_TYPES)}"
+            if pname.lower() in _FORMAT_WORDS:
+                return f"{schema.name}.{pname} is named after a word of the API format; name what the value is"
     return None
 
 
