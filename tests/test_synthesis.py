@@ -948,6 +948,7 @@ TESTER_CASES = [
         "the requirement: the user is a placeholder person ('John Doe')",
         _variant("for Lea Marti.", "for John Doe.", PLAN),
     ),
+    ("format", "turn 1: the user is a placeholder person ('JohnDoe')", _variant("Is there a lesson", "As JohnDoe: is there a lesson")),
     ("format", "ends on an API call", GOOD_CALL.split("      - ai:")[0]),
     ("format", "write exactly one of user:, ai:, or api:", _variant('- ai: "Lesson', '- assistant: "Lesson')),
     ("format", "missing id", _variant("  - id: k-call-1\n    ability", "  - ability")),

@@ -332,7 +332,7 @@ def _check_turns(d: CorpusDialogue) -> str | None:
 
 _API_WORD = re.compile(r"\b(call|calling|use|using|invoke|via|through|from)\s+(the\s+)?([\w-]+\s+){0,2}APIs?\b", re.IGNORECASE)
 """A user who dictates the means ("call the booking API"); "the API reference" is a topic and passes."""
-_PLACEHOLDER_PERSON = re.compile(r"\b(john|jane) doe\b", re.IGNORECASE)
+_PLACEHOLDER_PERSON = re.compile(r"\b(john|jane)[ _]?doe\b", re.IGNORECASE)
 
 
 def _check_user_words(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> str | None:
