@@ -1467,6 +1467,28 @@ def test_a_generation_grows_by_domains_without_asking_for_them_again(
     assert not any(r.prompt.source == "synthesis:domains" for r in backend.requests)
 
 
+def test_a_rerun_under_a_changed_tester_records_its_new_verdicts(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apibank_lib.synthesis import records
+
+    first = run_pipeline(_config(tmp_path, WorldBackend(), evaluation))
+    victim = first.accepted[0].id
+    assert victim not in records.tester_rejected(tmp_path)
+    stricter = pipeline_module.judge
+
+    def judge(d: Any, schemas: Any) -> Any:
+        return ("format", "a rule added later") if d.id == victim else stricter(d, schemas)
+
+    monkeypatch.setattr(pipeline_module, "judge", judge)
+    again = run_pipeline(_config(tmp_path, WorldBackend(), evaluation))
+    assert victim not in {d.id for d in again.accepted}
+    assert records.tester_rejected(tmp_path)[victim] == "format"  # the journal's latest verdict, not the first
+    lines = len(_journal(tmp_path, "tester"))
+    run_pipeline(_config(tmp_path, WorldBackend(), evaluation))
+    assert len(_journal(tmp_path, "tester")) == lines  # an unchanged verdict is not written again
+
+
 class _AreaWorld(WorldBackend):
     """The world, whose domains agent repeats itself: every domains answer names Kayak lessons, except the one
     for ``fresh_area``, which names Bakery orders."""

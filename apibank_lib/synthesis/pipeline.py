@@ -737,19 +737,7 @@ class SynthesisRun:
         for slot, d in drafted:
             key = f"tester/{slot.domain.slug}/{slot.number}"
             verdict = judge(d, {s.name: s for s in apis[slot.domain]})
-            digest = _digest(dialogue_mapping(d))
-            if journal.get(key, digest) is None:
-                reason, message = verdict if verdict is not None else (None, None)
-                journal.append(
-                    {
-                        "key": key,
-                        "digest": digest,
-                        "id": d.id,
-                        "ok": verdict is None,
-                        "reason": reason,
-                        "message": message,
-                    }
-                )
+            self.record_verdict(key, d, verdict)
             c.attempted += 1
             if verdict is not None:
                 c.reasons[verdict[0]] += 1
@@ -757,6 +745,17 @@ class SynthesisRun:
                 continue
             accepted.append((slot, d))
         return accepted
+
+    def record_verdict(self, key: str, d: CorpusDialogue, verdict: tuple[str, str] | None) -> None:
+        """Journal the tester's verdict on ``d`` unless the journal's latest record for ``key`` already says it: a
+        rerun under a changed tester records the new verdict (the latest record of a key is the one that counts)."""
+        journal = self.journals["tester"]
+        digest = _digest(dialogue_mapping(d))
+        reason, message = verdict if verdict is not None else (None, None)
+        rec = journal.get(key, digest)
+        if rec is not None and (rec.get("ok"), rec.get("reason"), rec.get("message")) == (verdict is None, reason, message):
+            return
+        journal.append({"key": key, "digest": digest, "id": d.id, "ok": verdict is None, "reason": reason, "message": message})
 
     def write(
         self, accepted: list[tuple[RequestSlot, CorpusDialogue]], apis: dict[SynthesisDomain, list[ToolSchema]]
@@ -777,9 +776,9 @@ class SynthesisRun:
                     kept.append((slot, d))
                     continue
                 c.reasons[r.reason] += 1
-                self.rejections.append(
-                    SynthesisRejection("tester", f"tester/{slot.domain.slug}/{slot.number}", r.reason, r.message)
-                )
+                key = f"tester/{slot.domain.slug}/{slot.number}"
+                self.record_verdict(key, d, (r.reason, r.message))
+                self.rejections.append(SynthesisRejection("tester", key, r.reason, r.message))
             for r in report.api_rejections:
                 # Cannot happen after the APIs stage's checks; kept visible rather than silent.
                 self.rejections.append(SynthesisRejection("tester", f"apis/{Path(r.where).stem}", r.reason, r.message))
