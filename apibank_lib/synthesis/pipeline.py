@@ -49,8 +49,8 @@ from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
 from apibank_lib.prompts import Prompt
 from apibank_lib.synthesis import schemas as stage_schemas
 from apibank_lib.synthesis.agents import (
-    DOMAIN_AREAS,
     API_LIMITS,
+    DOMAIN_AREAS,
     FORMS,
     STAGES,
     RequestDraft,
