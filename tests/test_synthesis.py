@@ -531,6 +531,13 @@ def test_a_duplicate_opening_is_rejected_when_the_corpus_is_judged_whole(
     assert len(report.accepted) == 9
     check = check_corpus(tmp_path / "corpus", evaluation_names=evaluation[0], evaluation_requests=evaluation[1])
     assert check.rejected == [] and len(check.accepted) == 9
+    # The journal holds one verdict per dialogue, the whole-corpus refusal included; a rerun writes none again.
+    from apibank_lib.synthesis import records
+
+    journal = _journal(tmp_path, "tester")
+    assert len(journal) == 10 and list(records.tester_rejected(tmp_path).values()) == ["duplicate"]
+    run_pipeline(_config(tmp_path, WorldBackend(overrides), evaluation))
+    assert _journal(tmp_path, "tester") == journal
 
 
 def test_a_malformed_answer_is_recorded_and_loses_nothing_else(

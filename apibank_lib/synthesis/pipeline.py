@@ -731,19 +731,18 @@ class SynthesisRun:
     def tester(
         self, drafted: list[tuple[RequestSlot, CorpusDialogue]], apis: dict[SynthesisDomain, list[ToolSchema]]
     ) -> list[tuple[RequestSlot, CorpusDialogue]]:
-        journal = self.journals["tester"]
         c = self.stages["tester"]
         accepted = []
         for slot, d in drafted:
-            key = f"tester/{slot.domain.slug}/{slot.number}"
+            key = _tester_key(slot)
             verdict = judge(d, {s.name: s for s in apis[slot.domain]})
-            self.record_verdict(key, d, verdict)
             c.attempted += 1
             if verdict is not None:
+                self.record_verdict(key, d, verdict)
                 c.reasons[verdict[0]] += 1
                 self.rejections.append(SynthesisRejection("tester", key, *verdict))
                 continue
-            accepted.append((slot, d))
+            accepted.append((slot, d))  # journaled by write, once the corpus as a whole is judged
         return accepted
 
     def record_verdict(self, key: str, d: CorpusDialogue, verdict: tuple[str, str] | None) -> None:
@@ -767,6 +766,9 @@ class SynthesisRun:
         report = check_corpus(paths, evaluation_names=self.eval_names, evaluation_requests=self.eval_requests)
         # Ids are unique by construction (the domain's slug, the ability, a number), so they identify a rejection.
         refused = {r.dialogue_id: r for r in report.rejected}
+        for slot, d in accepted:
+            r = refused.get(d.id)
+            self.record_verdict(_tester_key(slot), d, None if r is None else (r.reason, r.message))
         if refused or report.api_rejections:
             c = self.stages["tester"]
             kept = []
@@ -776,9 +778,7 @@ class SynthesisRun:
                     kept.append((slot, d))
                     continue
                 c.reasons[r.reason] += 1
-                key = f"tester/{slot.domain.slug}/{slot.number}"
-                self.record_verdict(key, d, (r.reason, r.message))
-                self.rejections.append(SynthesisRejection("tester", key, r.reason, r.message))
+                self.rejections.append(SynthesisRejection("tester", _tester_key(slot), r.reason, r.message))
             for r in report.api_rejections:
                 # Cannot happen after the APIs stage's checks; kept visible rather than silent.
                 self.rejections.append(SynthesisRejection("tester", f"apis/{Path(r.where).stem}", r.reason, r.message))
@@ -812,6 +812,11 @@ class SynthesisRun:
 
 def _norm(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _tester_key(slot: RequestSlot) -> str:
+    """The tester journal's key of a request slot's dialogue."""
+    return f"tester/{slot.domain.slug}/{slot.number}"
 
 
 def _check_identity(out: Path, identity: dict[str, Any]) -> None:
