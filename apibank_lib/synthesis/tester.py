@@ -333,17 +333,19 @@ def _check_turns(d: CorpusDialogue) -> str | None:
 _API_WORD = re.compile(r"\b(call|calling|use|using|invoke|via|through|from)\s+(the\s+)?([\w-]+\s+){0,2}APIs?\b", re.IGNORECASE)
 """A user who dictates the means ("call the booking API"); "the API reference" is a topic and passes."""
 _PLACEHOLDER_PERSON = re.compile(r"\b(john|jane)[ _]?doe\b", re.IGNORECASE)
+_WORD_TOKEN = re.compile(r"\w+")
 
 
 def _check_user_words(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> str | None:
     """The user asks for what they want in their own words: no user turn (or plan requirement) names an API or
     says "API" (a user who dictates the calls teaches nothing about choosing them), or is a placeholder person
     (``John Doe``: a slot, not a user). Found in a model-made generation's review (2026-12-04)."""
-    named = [n for n in [*schemas, SEARCHER] if sum(c.isupper() for c in n) >= 2]
     said = [(f"turn {i + 1}", t.text or "") for i, t in enumerate(d.turns) if t.role == "user"]
     said += [("the requirement", d.requirement or "")]
     for where, text in said:
-        api = next((n for n in named if re.search(rf"\b{re.escape(n)}\b", text)), None)
+        # An API name written as a word; CamelCase only, so that an API named like a plain word can be said.
+        words = _WORD_TOKEN.findall(text)
+        api = next((w for w in words if (w in schemas or w == SEARCHER) and sum(c.isupper() for c in w) >= 2), None)
         if api or _API_WORD.search(text):
             what = api or "an API"
             return f"{where}: the user names {what}; a user asks for what they want, and the assistant chooses the API"
