@@ -749,6 +749,29 @@ def test_parse_apis_errors(text: str, kind: str, words: str, evaluation: tuple[l
     _parse_error(lambda: parse_apis(text, evaluation_names=evaluation[0]), kind, words)
 
 
+def test_parse_apis_refuses_variations_on_one_call() -> None:
+    # Three APIs that take the same inputs (in any order) are refused; two are not, and neither are three that
+    # share only some inputs.
+    lake = {"type": "str", "description": "The lake."}
+    day = {"type": "str", "description": "The day, %Y-%m-%d."}
+    out = {"lessons": {"type": "list", "description": "Lessons."}}
+
+    def apis(*inputs: dict[str, Any]) -> str:
+        return yaml.safe_dump(
+            [{"name": f"FindKayak{n}", "description": "List them.", "input_parameters": i, "output_parameters": out}
+             for n, i in zip(["Lessons", "Tours", "Rentals", "Races"], inputs)],
+            sort_keys=False,
+        )
+
+    _parse_error(
+        lambda: parse_apis(apis({"lake": lake, "day": day}, {"day": day, "lake": lake}, {"lake": lake, "day": day})),
+        "value",
+        "3 APIs (FindKayakLessons, FindKayakTours, FindKayakRentals) take the same inputs (day, lake)",
+    )
+    _parse_error(lambda: parse_apis(apis({}, {}, {}, {"lake": lake})), "value", "take the same inputs (no input)")
+    assert len(parse_apis(apis({"lake": lake}, {"lake": lake}, {"lake": lake, "day": day}, {"day": day}))) == 4
+
+
 @pytest.fixture(scope="module")
 def kayak_schemas() -> dict[str, Any]:
     return {s.name: s for s in parse_apis(KAYAK_APIS)}
@@ -1117,6 +1140,34 @@ def test_the_tester_rejects_an_api_that_copies_an_evaluation_name(
     assert [(r.dialogue_id, r.reason) for r in report.api_rejections] == [("QueryStocks", "api")]
     assert "copies the evaluation API 'QueryStock'" in report.api_rejections[0].message
     assert [d.id for d in report.accepted] == ["k-call-1"]
+
+
+def test_the_tester_refuses_apis_that_are_variations_on_one_call(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    # Book and Cancel given FindKayakLessons's inputs: the three are variations on one call. All three are
+    # refused, and so is the dialogue that calls one of them.
+    inputs = (
+        '      lake: {type: str, description: "Name of the lake."}\n'
+        '      day: {type: str, description: "Day of the lesson, %Y-%m-%d."}\n'
+    )
+    book = (
+        '      lesson_id: {type: str, description: "Identifier of the lesson."}\n'
+        '      student: {type: str, description: "Full name of the student."}\n'
+    )
+    cancel = '      booking_ref: {type: str, description: "Reference of the booking to cancel."}\n'
+    level = '      level: {type: str, description: "Optional. beginner, intermediate or advanced.", required: false}\n'
+    assert book in TESTER_APIS and cancel in TESTER_APIS and inputs + level in TESTER_APIS
+    three = TESTER_APIS.replace(book, inputs + level).replace(cancel, level + inputs)  # the order does not matter
+    report = _judge_one(tmp_path, GOOD_CALL, evaluation, apis=three)
+    assert [(r.dialogue_id, r.reason) for r in report.api_rejections] == [
+        ("FindKayakLessons", "api"), ("BookKayakLesson", "api"), ("CancelKayakLesson", "api")
+    ]
+    assert "one of 3 APIs of this domain that take the same inputs (day, lake, level)" in report.api_rejections[0].message
+    assert report.accepted == [] and report.rejected[0].reason == "api"
+    # Two APIs may share their inputs, as they do in one of our hand-written domains.
+    two = _judge_one(tmp_path, GOOD_CALL, evaluation, apis=TESTER_APIS.replace(book, inputs + level))
+    assert two.api_rejections == [] and [d.id for d in two.accepted] == ["k-call-1"]
 
 
 def test_the_tester_rejects_duplicates(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:

@@ -45,7 +45,7 @@ from apibank_lib.errors import DataError
 # `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
 from apibank_lib.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
 from apibank_lib.prompts import Prompt
-from apibank_lib.synthesis.tester import check_dialogue, check_schema, said_in
+from apibank_lib.synthesis.tester import check_dialogue, check_schema, said_in, shared_inputs
 from apibank_lib.types import ToolSchema
 
 __all__ = [
@@ -486,12 +486,22 @@ def parse_apis(text: str, *, evaluation_names: Iterable[str] = ()) -> list[ToolS
     Raises:
         SynthesisParseError: not YAML, not a list of API mappings, unknown keys (``shape``); a
             parameter name that is not an identifier, an API without outputs, a name given twice
-            (``value``); a definition :func:`check_schema` refuses, e.g. an evaluation API's name (``schema``).
+            (``value``); a definition :func:`check_schema` refuses, e.g. an evaluation API's name (``schema``);
+            variations on one call (:func:`shared_inputs`, ``value``).
     """
     data = _load(extract_payload(text, "apis"), "apis")
     if isinstance(data, dict) and set(data) == {"apis"}:
         data = data["apis"]
-    return read_apis(data, "apis", evaluation_names)
+    schemas = read_apis(data, "apis", evaluation_names)
+    # Only the APIs stage: the few APIs one dialogue uses (the single agent's) may well share their inputs.
+    for names, inputs in shared_inputs(schemas):
+        taken = ", ".join(inputs) if inputs else "no input"
+        raise SynthesisParseError(
+            "apis", "value",
+            f"{len(names)} APIs ({', '.join(names)}) take the same inputs ({taken}); give each API the inputs its own task needs",
+        )
+    return schemas
+
 
 
 def read_apis(data: Any, stage: str, evaluation_names: Iterable[str] = ()) -> list[ToolSchema]:

@@ -7,7 +7,9 @@ The checks follow the data standards of the paper's tester, made explicit:
   API call as text (calls are API turns); the user neither names an API nor
   is a placeholder person (``John Doe``).
 * ``api``: every called API is defined (``ToolSearcher`` is the one shared
-  API), with a CamelCase name that is not an evaluation API's (or a near copy).
+  API), with a CamelCase name that is not an evaluation API's (or a near copy),
+  and is not one of three or more APIs of its domain that take the same inputs
+  (variations on one call, :func:`shared_inputs`).
 * ``parameters``: only declared parameter names, every required one given,
   values that fit the declared type (``int``, ``float``, ``bool``), and no
   placeholder the user never said (``your_session_key``, ``<date>``, ``...``,
@@ -51,7 +53,7 @@ from apibank_lib.formats.train_corpus import (
 )
 from apibank_lib.types import ToolSchema
 
-__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening", "date_in_words", "text_words", "said_in"]
+__all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "shared_inputs", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening", "date_in_words", "text_words", "said_in"]
 
 REASONS = ("format", "api", "parameters", "result", "grounding", "shape", "duplicate")
 """The rejection reasons, in the order the checks run."""
@@ -305,6 +307,22 @@ def check_schema(schema: ToolSchema, evaluation_names: Iterable[str] = ()) -> st
             if pname.lower() in _FORMAT_WORDS:
                 return f"{schema.name}.{pname} is named after a word of the API format; name what the value is"
     return None
+
+
+SHARED_INPUTS = 3
+"""From how many APIs of one domain that take the same inputs they count as variations on one call.
+Qwen2.5-Coder-1.5B often designs a domain that way (six painting APIs that all take ``description`` and ``image``;
+five sailing APIs that take only ``location``), and its dialogues then differ in the API's name alone. In the 60
+hand-written domains at most two APIs share their inputs."""
+
+
+def shared_inputs(schemas: Iterable[ToolSchema]) -> list[tuple[list[str], tuple[str, ...]]]:
+    """The groups of :data:`SHARED_INPUTS` or more APIs that take the same input names: (API names, the sorted
+    input names), in the order of each group's first API."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for s in schemas:
+        groups.setdefault(tuple(sorted(s.input_parameters)), []).append(s.name)
+    return [(names, inputs) for inputs, names in groups.items() if len(names) >= SHARED_INPUTS]
 
 
 # --- dialogue checks ---------------------------------------------------------------------------------
@@ -564,6 +582,11 @@ def check_corpus(
                 del f.schemas[name]
             else:
                 defined[name] = f.path
+        for names, inputs in shared_inputs(f.schemas.values()):
+            why = f"one of {len(names)} APIs of this domain that take the same inputs ({', '.join(inputs) or 'none'}): {', '.join(names)}"
+            for name in names:
+                report.api_rejections.append(Rejection(f.path, name, "api", why))
+                del f.schemas[name]
     all_schemas = report.schemas
     ids: set[str] = set()
     openings: list[tuple[set[tuple[str, ...]], str]] = []
