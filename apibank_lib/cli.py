@@ -352,6 +352,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_failed=args.retry_failed,
         restart=args.restart,
         backend_options=_options(args.option),
+        shard=args.shard,
     )
     result = run(config, progress=not args.json)
     try:
@@ -417,6 +418,22 @@ def _print_metrics(metrics: Metrics, folder: str | Path | None = None) -> None:
         )
     if cov["missing"]:
         print("the run is incomplete: run the same `apibank run` command again to resume it")
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from apibank_lib.datasets import load_benchmark
+    from apibank_lib.merge import merge_runs
+    from apibank_lib.scoring import score_run
+
+    bench = load_benchmark(args.data) if args.data else None
+    result = merge_runs(args.folders, args.out, bench=bench)
+    metrics = score_run(result.path, bench=bench, data=args.data)
+    if args.json:
+        _print_json({"run": str(result.path), "shards": result.shards, "samples": result.samples, "failed": result.failed, "metrics": metrics.to_dict()})
+    else:
+        print(f"run folder: {result.path} ({result.shards} shards, {result.samples} samples, {result.failed} failed)")
+        _print_metrics(metrics)
+    return 0
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -803,8 +820,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="backend option, e.g. mode=tools, timeout_s=60, adapter=path (checked against the backend)",
     )
+    p.add_argument(
+        "--shard", metavar="I/N", default=None,
+        help="answer only shard I of N (whole dialogues, chosen by a hash of their id) into a folder of its own; "
+        "apibank merge joins the N folders",
+    )
     retriever(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("merge", help="join the N shard folders of one run (apibank run --shard I/N) into one, then score it")
+    p.add_argument("folders", nargs="+", help="the shard folders, in any order")
+    p.add_argument("--out", default=None, help="the merged folder (default: the shards' folder name without -shard-IofN)")
+    p.add_argument("--data", default=None, help="where the run's data is now, if it moved")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("compare", help="runs side by side: labels, accuracy and ROUGE-L per level, coverage")
     p.add_argument("runs", nargs="+")

@@ -56,6 +56,7 @@ from apibank_lib.runs import (
     same_episodes,
     sample_identity,
 )
+from apibank_lib.shards import shard_label
 from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.types import ApiRecord, Context, Episode, Sample
 from apibank_lib.version import __version__
@@ -153,7 +154,7 @@ def _folder_name(identity: dict[str, Any], protocol: str) -> str:
 def locate_run(config: RunConfig, bench: Benchmark, backend: Backend) -> tuple[RunFolder, dict[str, Any]]:
     """Where these settings' run lives and its identity; nothing is written (the folder may not exist).
 
-    The folder is ``<runs dir>/<model>-<protocol>-<hash of the identity>``. When no folder of that name exists, a
+    The folder is ``<runs dir>/<model>-<protocol>-<hash of the identity>`` (a shard's adds ``-shard-IofN``). When no folder of that name exists, a
     folder written before episodes had files of their own (its identity holds ``max_steps``) with the same
     teacher-forced identity is used instead (:func:`_older_folder`), so that its answers are not asked again.
     """
@@ -168,6 +169,9 @@ def locate_run(config: RunConfig, bench: Benchmark, backend: Backend) -> tuple[R
         return RunFolder(config.out), identity
     parent = Path(config.runs_dir) if config.runs_dir else default_runs_dir()
     name = _folder_name(identity, config.protocol)
+    if config.shard is not None:
+        # A folder per shard: shards run on one machine must not append to one file at once.
+        return RunFolder(parent / f"{name}-{shard_label(config.shard)}"), identity
     folder = RunFolder(parent / name)
     if not folder.exists():
         folder = _older_folder(parent, name, identity, config, bench) or folder
@@ -574,6 +578,7 @@ def _write_summary(
             "model": config.model,
             "protocol": config.protocol,
             "levels": list(config.levels),
+            **({"shard": config.shard} if config.shard else {}),
             "samples_in_folder": len(final),
             "failed_in_folder": sum(1 for r in final.values() if r.failed),
             "this_invocation": {"requested": total, "skipped": skipped, **counts, "elapsed_s": round(elapsed, 3)},

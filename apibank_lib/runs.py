@@ -42,6 +42,7 @@ from apibank_lib.backends.base import MODEL_PROMPT_MODES, PAPER_PROMPT
 from apibank_lib.chat import TOOL_CHOICES
 from apibank_lib.datasets import Benchmark
 from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS
+from apibank_lib.shards import in_shard, parse_shard
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.paths import runs_dir
 from apibank_lib.protocols import LEGACY_VERSIONS, V2, get_protocol
@@ -141,6 +142,8 @@ class RunConfig:
         runs_dir: where the default-named folder goes (default: :func:`default_runs_dir`); ignored with ``out``.
         retriever: what ToolSearcher searches with (:mod:`apibank_lib.retrievers`) in level-3
             episodes and when the run is scored; None for the protocol's (:attr:`GradingProtocol.retriever`).
+        shard: ``"I/N"``: answer only the dialogues of shard I of N (:mod:`apibank_lib.shards`); the folder's
+            identity is the whole run's, so that ``apibank merge`` can join the N shard folders; None: everything.
     """
 
     model: str
@@ -164,6 +167,7 @@ class RunConfig:
     backend_options: dict[str, Any] = field(default_factory=dict)
     runs_dir: str | None = None
     retriever: str | None = None
+    shard: str | None = None
 
     def validate(self) -> None:
         """Raise ConfigError on an impossible setting."""
@@ -195,6 +199,8 @@ class RunConfig:
             raise ConfigError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, not {self.tool_choice!r}")
         if self.retriever is not None and self.retriever not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
+        if self.shard is not None:
+            parse_shard(self.shard)
 
     def requested_prompt_mode(self) -> str | None:
         """The prompt mode asked for (``native_tools`` read as chat), None for the backend's default."""
@@ -641,18 +647,25 @@ class Predictions:
 
 def plan_of(config: RunConfig) -> dict[str, Any]:
     """The part of a config that says which samples and episodes it asks for: levels, limit, tasks, level-3 mode
-    (they may differ between the commands that write into one folder; what changes answers is in the identity)."""
-    return {"levels": list(config.levels), "limit": config.limit, "tasks": list(config.tasks), "level3": config.level3}
+    and, for a shard, the shard (they may differ between the commands that write into one folder; what changes
+    answers is in the identity)."""
+    out = {"levels": list(config.levels), "limit": config.limit, "tasks": list(config.tasks), "level3": config.level3}
+    if config.shard is not None:  # absent otherwise, so that the plans of folders written before shards still match
+        out["shard"] = config.shard
+    return out
 
 
 def planned(bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]) -> list[Sample | Episode]:
     """Every sample and episode any of ``plans`` asks for, each once, in dataset order (:func:`plan` of each)."""
     seen: dict[str, Sample | Episode] = {}
     for p in plans:
-        one = replace(config, levels=tuple(p["levels"]), limit=p["limit"], tasks=tuple(p["tasks"]), level3=p["level3"])
+        one = replace(
+            config, levels=tuple(p["levels"]), limit=p["limit"], tasks=tuple(p["tasks"]), level3=p["level3"],
+            shard=p.get("shard"),
+        )
         for item in plan(bench, one):
             seen.setdefault(item.key, item)
-    everything = replace(config, levels=(1, 2, 3), limit=None, tasks=("api", "response"), level3="both")
+    everything = replace(config, levels=(1, 2, 3), limit=None, tasks=("api", "response"), level3="both", shard=None)
     order = {item.key: i for i, item in enumerate(plan(bench, everything))}
     return sorted(seen.values(), key=lambda item: order.get(item.key, len(order)))
 
@@ -661,7 +674,9 @@ def plan(bench: Benchmark, config: RunConfig) -> list[Sample | Episode]:
     """Every sample and episode the config asks for, in dataset order.
 
     Per level: the first ``limit`` samples of the asked tasks; at level 3, with
-    ``level3`` set to ``loop`` or ``both``, the first ``limit`` episodes first.
+    ``level3`` set to ``loop`` or ``both``, the first ``limit`` episodes first. With
+    a ``shard``, those of them whose dialogue is in the shard (the limit applies to
+    the whole run first, so that the shards of one run split the same samples).
     """
     items: list[Sample | Episode] = []
     for level in config.levels:
@@ -671,7 +686,7 @@ def plan(bench: Benchmark, config: RunConfig) -> list[Sample | Episode]:
                 continue
         samples = [s for s in bench.samples(level) if s.kind in config.tasks]
         items += samples[: config.limit]
-    return items
+    return [x for x in items if in_shard(x, config.shard)]
 
 
 def _write_json(path: Path, data: Any) -> None:
