@@ -45,6 +45,7 @@ from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import domains
+from apibank_lib.trials import pass_at, pass_hat, sample_trials
 from apibank_lib.types import ApiCallSample, ResponseSample, ToolSchema
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ __all__ = [
     "breakdown",
     "paired_table",
     "paired_tables",
+    "trials_table",
+    "sample_success_rates",
     "select",
     "by_model",
     "on_common_samples",
@@ -429,8 +432,25 @@ def paired_tables(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _per_sample(judgments: Sequence[JudgmentRecord]) -> dict[str, tuple[JudgmentRecord, float]]:
+    """Sample key -> (its first judgment, its value): 100 or 0 for an API call (ROUGE-L for a reply), averaged over
+    the sample's trials."""
+    found: dict[str, list[JudgmentRecord]] = {}
+    for j in judgments:
+        if j.kind in ("api", "response"):
+            found.setdefault(j.key, []).append(j)
+
+    def value(j: JudgmentRecord) -> float:
+        return (100.0 if j.correct else 0.0) if j.kind == "api" else (j.rouge_l or 0.0)
+
+    return {key: (js[0], sum(map(value, js)) / len(js)) for key, js in found.items()}
+
+
 def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
     """Run A against run B on the API-call samples (and replies) both answered: per level and overall.
+
+    A run with several trials (:attr:`~apibank_lib.runs.RunConfig.trials`) enters with each sample's success rate
+    (or mean ROUGE-L) over its trials.
 
     Returns:
         One row per level and ``all``: the metric, paired samples, A, B, A - B with
@@ -439,19 +459,19 @@ def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int 
     pd = _pandas()
     if a.data != b.data or a.info.identity["data_fingerprint"] != b.info.identity["data_fingerprint"]:
         raise ConfigError("paired comparisons need two runs on the same data")
-    jb = {j.key: j for j in b.judgments}
+    mean_a, mean_b = _per_sample(a.judgments), _per_sample(b.judgments)
     rows = []
     for metric, kind in (("accuracy (%)", "api"), ("ROUGE-L", "response")):
         for level in (1, 2, 3, None):
-            pairs = [(j, jb[j.key]) for j in a.judgments if j.kind == kind and j.key in jb and level in (None, j.level)]
+            pairs = [
+                (j, va, mean_b[key][1])
+                for key, (j, va) in mean_a.items()
+                if j.kind == kind and key in mean_b and level in (None, j.level)
+            ]
             if not pairs:
                 continue
-            if kind == "api":
-                va = [100.0 if x.correct else 0.0 for x, _ in pairs]
-                vb = [100.0 if y.correct else 0.0 for _, y in pairs]
-            else:
-                va, vb = [x.rouge_l or 0.0 for x, _ in pairs], [y.rouge_l or 0.0 for _, y in pairs]
-            cmp = paired_comparison(va, vb, [_cluster(x) for x, _ in pairs], n_boot=n_boot, n_perm=n_boot, seed=seed)
+            va, vb = [x for _, x, _ in pairs], [y for _, _, y in pairs]
+            cmp = paired_comparison(va, vb, [_cluster(j) for j, _, _ in pairs], n_boot=n_boot, n_perm=n_boot, seed=seed)
             digits = 2 if kind == "api" else 4
             rows.append(
                 {
@@ -465,6 +485,58 @@ def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int 
                     "high": round(cmp.high, digits),
                     "p": round(cmp.p_value, 4),
                 }
+            )
+    return pd.DataFrame(rows)
+
+
+# --- trials ------------------------------------------------------------------------------------------------
+
+
+def sample_success_rates(run: ScoredRun) -> pd.DataFrame:
+    """One row per API-call sample and episode of a run with several trials: its trials, how many were right, and
+    its success rate (%), in dataset order."""
+    pd = _pandas()
+    return pd.DataFrame(
+        [
+            {"key": s.key, "level": s.level, "kind": s.kind, "trials": s.trials, "right": s.correct,
+             "success rate (%)": round(100 * s.rate, 2)}
+            for s in sample_trials(run.judgments)
+        ]
+    )
+
+
+def trials_table(run: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
+    """pass^k and pass@k for k = 1..K, each trial's accuracy, and the share of samples whose trials disagree, per
+    level (API-call samples; level-3 episodes apart) and over all API-call samples, each with a 95% interval
+    (dialogues resampled) (:mod:`apibank_lib.trials`). Only samples with all K trials count.
+
+    Raises:
+        ConfigError: the run has one trial per sample.
+    """
+    pd = _pandas()
+    samples = sample_trials(run.judgments)
+    k_max = max((s.trials for s in samples), default=0)
+    if k_max < 2:
+        raise ConfigError(f"{run.folder.path} has one answer per sample: run it with --trials K (K > 1) and a --temperature")
+    full = [s for s in samples if s.trials == k_max]
+    groups: list[tuple[str, list[Any]]] = [
+        (str(lv), [s for s in full if s.level == lv and s.kind == "api"]) for lv in (1, 2, 3)
+    ]
+    groups += [("3 (episodes)", [s for s in full if s.kind == "episode"]), ("all", [s for s in full if s.kind == "api"])]
+    rows = []
+    for name, mine in groups:
+        if not mine:
+            continue
+        measures: list[tuple[str, int, list[float]]] = []
+        measures += [("pass^k", k, [pass_hat(k_max, s.correct, k) for s in mine]) for k in range(1, k_max + 1)]
+        measures += [("pass@k", k, [pass_at(k_max, s.correct, k) for s in mine]) for k in range(1, k_max + 1)]
+        measures += [("trial accuracy", t, [float(s.outcomes[t - 1]) for s in mine]) for t in range(1, k_max + 1)]
+        measures.append(("inconsistent samples", k_max, [float(0 < s.correct < s.trials) for s in mine]))
+        for measure, k, values in measures:
+            iv = bootstrap_mean([100 * v for v in values], [s.cluster for s in mine], n_boot=n_boot, seed=seed)
+            rows.append(
+                {"level": name, "measure": measure, "k": k, "samples": len(mine), "value (%)": round(iv.estimate, 2),
+                 "low": round(iv.low, 2), "high": round(iv.high, 2)}
             )
     return pd.DataFrame(rows)
 

@@ -353,6 +353,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         restart=args.restart,
         backend_options=_options(args.option),
         shard=args.shard,
+        temperature=args.temperature,
+        trials=args.trials,
     )
     result = run(config, progress=not args.json)
     try:
@@ -819,6 +821,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="KEY=VALUE",
         help="backend option, e.g. mode=tools, timeout_s=60, adapter=path (checked against the backend)",
+    )
+    p.add_argument(
+        "--trials", type=int, default=1,
+        help="answer every sample K times, each trial with its own seed (needs --temperature); scores add pass^k",
+    )
+    p.add_argument(
+        "--temperature", type=float, default=None,
+        help="sample at this temperature (default: the backend's own decoding, greedy for local models)",
     )
     p.add_argument(
         "--shard", metavar="I/N", default=None,

@@ -130,6 +130,11 @@ class Grader:
     def __repr__(self) -> str:
         return f"<Grader {self.protocol.name} on {self.bench.name} data ({self.bench.fingerprint})>"
 
+    def start_trial(self) -> None:
+        """Forget the shared states: the next trial of a run (:attr:`~apibank_lib.runs.RunConfig.trials`) is judged
+        from the start state, as the first was, not after the first trial's calls."""
+        self._shared = {}
+
     # --- errata ---------------------------------------------------------------------------------
 
     @property

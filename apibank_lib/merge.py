@@ -18,7 +18,7 @@ from typing import Any
 
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ConfigError
-from apibank_lib.runs import PredictionRecord, RunFolder, RunInfo, planned
+from apibank_lib.runs import PredictionRecord, RunFolder, RunInfo, planned_trials, trial_key
 from apibank_lib.shards import parse_shard, shard_label
 
 __all__ = ["MergeResult", "merge_runs", "default_merged_path"]
@@ -123,7 +123,7 @@ def merge_runs(
     owner: dict[str, Path] = {}
     records: dict[str, PredictionRecord] = {}
     for run, info, spec in zip(runs, infos, specs):
-        expected = {x.key for x in planned(bench, replace(whole, shard=spec), info.all_plans())}
+        expected = {trial_key(x.key, t) for x, t in planned_trials(bench, replace(whole, shard=spec), info.all_plans())}
         predictions = run.read_predictions()
         if predictions.dropped:
             raise ConfigError(f"{run.path} (shard {spec}) has lines that could not be read: {predictions.dropped[0]}")
@@ -146,10 +146,10 @@ def merge_runs(
         raise ConfigError(f"{target.path} already holds a run; give another --out")
     merged_config = {**head.config, "shard": None}
     target.write_info(replace(head, config=merged_config, plans=plans))
-    order = planned(bench, whole, plans)
+    order = [trial_key(x.key, t) for x, t in planned_trials(bench, whole, plans)]
     with target.prediction_writer() as writer:
-        for item in order:
-            writer.write(records[item.key])
+        for key in order:
+            writer.write(records[key])
     failed = sum(1 for r in records.values() if r.failed)
     target.write_summary(
         {

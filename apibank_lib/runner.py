@@ -28,11 +28,11 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from apibank_lib.backends.base import Backend, Completion, Request, ToolsIgnored
 from apibank_lib.calls import format_call
@@ -55,6 +55,8 @@ from apibank_lib.runs import (
     plan_of,
     same_episodes,
     sample_identity,
+    trial_key,
+    trial_seed,
 )
 from apibank_lib.shards import shard_label
 from apibank_lib.toolcalls import parse_tool_calls
@@ -76,6 +78,9 @@ __all__ = [
 
 STOPS = {"api": ["\n"], "response": ["\nUser:", "\nAPI-Request:", "\nGenerate"]}
 """Stop sequences for text generation: a call fits on one line; a reply ends before the next turn."""
+
+W = TypeVar("W")
+"""A piece of work :func:`answer_all` hands to its answer function (the runner's: a sample or episode and a trial)."""
 
 MAX_CONSECUTIVE_UNREACHABLE = 3
 """A run stops after this many consecutive samples whose server could not be reached."""
@@ -293,9 +298,9 @@ def _error_text(exc: Exception) -> str:
 
 
 def run_episode(
-    episode: Episode, backend: Backend, bench: Benchmark, protocol: GradingProtocol, config: RunConfig
+    episode: Episode, backend: Backend, bench: Benchmark, protocol: GradingProtocol, config: RunConfig, trial: int = 1
 ) -> PredictionRecord:
-    """One level-3 agent episode: the model searches, calls and sees results until it answers.
+    """One level-3 agent episode (trial ``trial`` of it): the model searches, calls and sees results until it answers.
 
     Each step shows the model the requirement and the steps so far; its answer
     is read as the run's prompt mode writes calls (the protocol's parser for
@@ -317,9 +322,8 @@ def run_episode(
     for step in range(config.max_steps):
         context = episode.context(tuple(done))
         choice = config.tool_choice if step == 0 else "auto"
-        comp = backend.complete(
-            request_for(episode, context, toolset, mode, config.max_tokens, choice, shots=config.shots, step=step)
-        )
+        request = request_for(episode, context, toolset, mode, config.max_tokens, choice, shots=config.shots, step=step)
+        comp = backend.complete(_sampled(request, config, trial))
         usage[0] += comp.prompt_tokens or 0
         usage[1] += comp.completion_tokens or 0
         if mode == "chat":
@@ -344,6 +348,7 @@ def run_episode(
         done.append(ApiRecord(call.name, dict(call.args), result))
     return PredictionRecord.for_item(
         episode,
+        trial,
         output=final,
         steps=steps,
         stopped="answered" if final is not None else "step limit",
@@ -351,6 +356,14 @@ def run_episode(
         completion_tokens=usage[1],
         latency_s=round(time.perf_counter() - start, 4),
     )
+
+
+def _sampled(request: Request, config: RunConfig, trial: int) -> Request:
+    """``request`` with the run's temperature and the trial's seed (:func:`~apibank_lib.runs.trial_seed`); as it
+    is under the backend's own decoding."""
+    if config.temperature is not None:
+        request.temperature, request.seed = config.temperature, trial_seed(config, trial)
+    return request
 
 
 def request_for(
@@ -394,52 +407,55 @@ class _Answerer:
         self.backend, self.bench, self.protocol, self.config = backend, bench, protocol, config
         self.mode = backend.prompt_mode(config.requested_prompt_mode())
         self.unreachable: set[str] = set()
-        self._cache: dict[str, dict[str, Any]] = {}
+        self._cache: dict[tuple[str, int], dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def failure(self, item: Sample | Episode, exc: Exception, **values: Any) -> PredictionRecord:
+    def failure(self, item: Sample | Episode, exc: Exception, trial: int = 1, **values: Any) -> PredictionRecord:
         """The record of a failed item (any exception from the backend is recorded, never raised)."""
+        record = PredictionRecord.for_item(item, trial, error=_error_text(exc), **values)
         if isinstance(exc, BackendError) and exc.connection:
             with self._lock:
-                self.unreachable.add(item.key)
-        return PredictionRecord.for_item(item, error=_error_text(exc), **values)
+                self.unreachable.add(record.key)
+        return record
 
-    def __call__(self, item: Sample | Episode) -> PredictionRecord:
+    def __call__(self, work: tuple[Sample | Episode, int]) -> PredictionRecord:
+        item, trial = work
         if isinstance(item, Episode):
             try:
-                return run_episode(item, self.backend, self.bench, self.protocol, self.config)
+                return run_episode(item, self.backend, self.bench, self.protocol, self.config, trial)
             except ToolsIgnored:
                 raise
             except Exception as exc:  # noqa: BLE001 - any backend failure is recorded with the episode
-                return self.failure(item, exc)
+                return self.failure(item, exc, trial)
         release_item = self.bench.release_prompt(item) if self.protocol.release_prompts else None
         request = request_for(
             item, item.context(), self.bench.toolset(item.level), self.mode, self.config.max_tokens,
             self.config.tool_choice, shots=self.config.shots, release_item=release_item,
         )
+        request = _sampled(request, self.config, trial)
         if request.chat is not None:
             sha = request.chat.digest()
         else:
             sha = hashlib.sha256(request.prompt.text.encode()).hexdigest()[:16]
         with self._lock:
-            cached = self._cache.get(sha)
-        if cached is not None:  # a duplicate sample: same prompt, same greedy answer
-            return PredictionRecord.for_item(item, prompt_sha=sha, reused=True, **cached)
+            cached = self._cache.get((sha, trial))
+        if cached is not None:  # a duplicate sample: same prompt (and, sampled, the same seed), same answer
+            return PredictionRecord.for_item(item, trial, prompt_sha=sha, reused=True, **cached)
         try:
             comp = self.backend.complete(request)
         except ToolsIgnored:
             raise  # no answer of this run measures tool use: stop it
         except Exception as exc:  # noqa: BLE001 - recorded, retried with retry_failed
-            return self.failure(item, exc, prompt_sha=sha)
+            return self.failure(item, exc, trial, prompt_sha=sha)
         values = _completion_values(comp)
         with self._lock:
-            self._cache[sha] = values
-        return PredictionRecord.for_item(item, prompt_sha=sha, **values)
+            self._cache[(sha, trial)] = values
+        return PredictionRecord.for_item(item, trial, prompt_sha=sha, **values)
 
 
 def answer_all(
-    todo: list[Sample | Episode],
-    answer: Callable[[Sample | Episode], PredictionRecord],
+    todo: Sequence[W],
+    answer: Callable[[W], PredictionRecord],
     writer: PredictionWriter,
     *,
     workers: int = 1,
@@ -527,10 +543,15 @@ def run(
 
         backend = load_backend(config.model, **config.backend_options)
     backend.preflight()  # a wrong address or a dead server stops here, before anything is written
-    work = plan(bench, config)
+    # Trial by trial: an interrupted run with several trials has whole first trials, the most useful part.
+    work = [(item, t) for t in range(1, config.trials + 1) for item in plan(bench, config)]
     folder = open_run(config, bench, backend)
     existing = folder.read_predictions(repair=True).records
-    todo = [x for x in work if x.key not in existing or (config.retry_failed and existing[x.key].failed)]
+
+    def wanted(key: str) -> bool:
+        return key not in existing or (config.retry_failed and existing[key].failed)
+
+    todo = [(x, t) for x, t in work if wanted(trial_key(x.key, t))]
     workers = config.concurrency if backend.concurrent else 1
     bar = None
     if progress and todo:

@@ -61,6 +61,9 @@ __all__ = [
     "plan",
     "plan_of",
     "planned",
+    "planned_trials",
+    "trial_key",
+    "trial_seed",
     "default_runs_dir",
     "EPISODE_KEYS",
     "episodes_file",
@@ -144,6 +147,10 @@ class RunConfig:
             episodes and when the run is scored; None for the protocol's (:attr:`GradingProtocol.retriever`).
         shard: ``"I/N"``: answer only the dialogues of shard I of N (:mod:`apibank_lib.shards`); the folder's
             identity is the whole run's, so that ``apibank merge`` can join the N shard folders; None: everything.
+        temperature: sample at this temperature (each trial with its own seed, :func:`trial_seed`); None: the
+            backend's own decoding (greedy for local models), as the paper's evaluation.
+        trials: answers per sample and episode, each recorded under its trial's key (:func:`trial_key`); more than
+            one needs a ``temperature`` (greedy decoding would repeat itself).
     """
 
     model: str
@@ -168,6 +175,8 @@ class RunConfig:
     runs_dir: str | None = None
     retriever: str | None = None
     shard: str | None = None
+    temperature: float | None = None
+    trials: int = 1
 
     def validate(self) -> None:
         """Raise ConfigError on an impossible setting."""
@@ -201,6 +210,15 @@ class RunConfig:
             raise ConfigError(f"unknown retriever {self.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
         if self.shard is not None:
             parse_shard(self.shard)
+        if self.temperature is not None and not 0 <= self.temperature <= 5:
+            raise ConfigError(f"temperature must be between 0 and 5, not {self.temperature}")
+        if self.trials < 1:
+            raise ConfigError("trials must be at least 1")
+        if self.trials > 1 and not self.temperature:
+            raise ConfigError(
+                f"{self.trials} trials under greedy decoding would give the same answer {self.trials} times; "
+                "give a temperature (e.g. --temperature 0.7) or one trial"
+            )
 
     def requested_prompt_mode(self) -> str | None:
         """The prompt mode asked for (``native_tools`` read as chat), None for the backend's default."""
@@ -234,6 +252,8 @@ class RunConfig:
         }
         if mode_identity:
             ident["prompt"] = mode_identity
+        if self.temperature is not None:  # absent under the backend's own decoding: older folders keep their names
+            ident["temperature"] = self.temperature
         return ident
 
     def plans_episodes(self) -> bool:
@@ -358,10 +378,14 @@ class _ItemRecord:
     dialogue_id: str
     sample_id: int
     duplicate: bool = False
+    trial: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON line."""
-        return asdict(self)
+        """The JSON line (``trial`` only after the first trial: a one-trial run's files are what they always were)."""
+        out = asdict(self)
+        if self.trial == 1:
+            del out["trial"]
+        return out
 
     @classmethod
     def _known(cls, d: dict[str, Any]) -> dict[str, Any]:
@@ -373,8 +397,9 @@ class PredictionRecord(_ItemRecord):
     """One answered sample or episode (one line of ``predictions.jsonl``); one shape for every kind.
 
     Attributes:
-        key: the sample's key (``L1/api/<dialogue>/<id>``, ``L3/episode/<item>``).
+        key: the sample's key (``L1/api/<dialogue>/<id>``, ``L3/episode/<item>``); a later trial's adds ``#t<trial>``.
         level, kind, dialogue_id, sample_id, duplicate: which sample.
+        trial: which answer to it (from 1; :attr:`RunConfig.trials`).
         output: the generated text (the final answer of an episode).
         tool_calls: calls returned through native tool calling, in our call syntax.
         raw_tool_calls: the same as the server returned them (``{"name", "arguments"}``, arguments unparsed).
@@ -402,9 +427,12 @@ class PredictionRecord(_ItemRecord):
     stopped: str | None = None
 
     @classmethod
-    def for_item(cls, item: Sample | Episode, **values: Any) -> PredictionRecord:
-        """A record identifying ``item``, with the other fields given."""
-        return cls(item.key, item.level, item.kind, item.dialogue_id, item.sample_id, item.duplicate, **values)
+    def for_item(cls, item: Sample | Episode, trial: int = 1, **values: Any) -> PredictionRecord:
+        """A record identifying ``item`` (trial ``trial``: keyed by :func:`trial_key`), with the other fields given."""
+        return cls(
+            trial_key(item.key, trial), item.level, item.kind, item.dialogue_id, item.sample_id, item.duplicate,
+            trial, **values,
+        )
 
     @property
     def failed(self) -> bool:
@@ -458,7 +486,8 @@ class JudgmentRecord(_ItemRecord):
     """The verdict on one prediction (one line of ``judgments.jsonl``); one shape for every kind.
 
     Attributes:
-        key, level, kind, dialogue_id, sample_id, duplicate: which sample.
+        key, level, kind, dialogue_id, sample_id, duplicate: which sample (the sample's own key, for every trial).
+        trial: which of the run's answers to it was judged (from 1; each trial has its own judgment).
         gold_api: the gold API (API-call samples).
         correct: the verdict (API-call samples and episodes; None for replies).
         category: the error category, ours (None when correct).
@@ -580,6 +609,9 @@ class Metrics:
         coverage: how much of what the run's commands asked for is in the folder
             (``expected``, ``answered``, ``failed``, ``missing``, ``lines_dropped``, ``dropped``, ``partial``).
         partial: something asked for is missing (or a line could not be read).
+        trials: a run with several trials: per level, pass^k, pass@k, each trial's accuracy and the share of
+            samples whose trials disagree (:func:`apibank_lib.trials.trial_figures`); None (and absent from the
+            file) for one trial.
     """
 
     model: str
@@ -594,6 +626,7 @@ class Metrics:
     overall: LevelMetrics
     coverage: dict[str, Any]
     partial: bool
+    trials: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Metrics:
@@ -612,6 +645,7 @@ class Metrics:
             overall=LevelMetrics.from_dict(d.get("overall") or {}),
             coverage=dict(d.get("coverage") or {}),
             partial=bool(d.get("partial", False)),
+            trials=d.get("trials"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -619,6 +653,8 @@ class Metrics:
         out = asdict(self)
         out["levels"] = {k: v.to_dict() for k, v in self.levels.items()}
         out["overall"] = self.overall.to_dict()
+        if self.trials is None:
+            del out["trials"]
         return out
 
 
@@ -650,9 +686,39 @@ def plan_of(config: RunConfig) -> dict[str, Any]:
     and, for a shard, the shard (they may differ between the commands that write into one folder; what changes
     answers is in the identity)."""
     out = {"levels": list(config.levels), "limit": config.limit, "tasks": list(config.tasks), "level3": config.level3}
-    if config.shard is not None:  # absent otherwise, so that the plans of folders written before shards still match
+    # Each absent when unused, so that the plans of folders written before shards and trials still match.
+    if config.shard is not None:
         out["shard"] = config.shard
+    if config.trials > 1:
+        out["trials"] = config.trials
     return out
+
+
+def trial_key(key: str, trial: int) -> str:
+    """The record key of trial ``trial`` (from 1) of the sample or episode ``key``: the key itself for the first
+    trial (a one-trial run's files are what they always were), ``<key>#t<trial>`` for the others."""
+    return key if trial == 1 else f"{key}#t{trial}"
+
+
+def trial_seed(config: RunConfig, trial: int) -> int:
+    """The sampling seed of trial ``trial``: the run's seed, then one more per trial."""
+    return config.seed + trial - 1
+
+
+def planned_trials(
+    bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]
+) -> list[tuple[Sample | Episode, int]]:
+    """Every (sample or episode, trial) ``plans`` ask for: :func:`planned`'s items, each with the trials the
+    plans that ask for it want (the most of them), items in dataset order and trials in order."""
+    wanted: dict[str, int] = {}
+    for p in plans:
+        one = replace(
+            config, levels=tuple(p["levels"]), limit=p["limit"], tasks=tuple(p["tasks"]), level3=p["level3"],
+            shard=p.get("shard"),
+        )
+        for item in plan(bench, one):
+            wanted[item.key] = max(wanted.get(item.key, 1), int(p.get("trials", 1)))
+    return [(item, t) for item in planned(bench, config, plans) for t in range(1, wanted[item.key] + 1)]
 
 
 def planned(bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]) -> list[Sample | Episode]:

@@ -39,9 +39,12 @@ from apibank_lib.runs import (
     RunFolder,
     RunInfo,
     planned,
+    planned_trials,
+    trial_key,
 )
 from apibank_lib.taxonomy import PAPER_LABEL
 from apibank_lib.tools.searcher import ToolSearcher
+from apibank_lib.trials import trial_figures
 from apibank_lib.types import ApiCallSample, Episode, Sample
 
 __all__ = [
@@ -101,7 +104,8 @@ def check_data(folder: RunFolder, info: RunInfo, bench: Benchmark) -> None:
 def judge_predictions(
     bench: Benchmark, grader: Grader, predictions: Predictions, prompt_mode: str = "completion"
 ) -> list[JudgmentRecord]:
-    """Judge every prediction, in dataset order (the ``paper`` protocol's shared level-3 state depends on it).
+    """Judge every prediction, in dataset order (the ``paper`` protocol's shared level-3 state depends on it); with
+    several trials, trial by trial, each from the start state.
 
     ``prompt_mode`` says how answers are read: in ``chat`` mode as a chat model writes tool calls
     (:meth:`PredictionRecord.parsed`), otherwise as text by the protocol's parser.
@@ -109,12 +113,15 @@ def judge_predictions(
     out: list[JudgmentRecord] = []
     searcher = grader.searcher if grader.searcher is not None else grader.protocol.retriever
     searcher_name = searcher if isinstance(searcher, str) else getattr(searcher, "name", type(searcher).__name__)
-    for level in (1, 2, 3):
-        items: list[Sample | Episode] = [*bench.samples(level)]
-        if level == 3:
-            items += bench.episodes()
-        for item in items:
-            rec = predictions.get(item.key)
+    by_trial: dict[int, dict[str, PredictionRecord]] = {}
+    for rec in predictions.records.values():
+        by_trial.setdefault(rec.trial, {})[rec.key.removesuffix(f"#t{rec.trial}")] = rec
+    items: list[Sample | Episode] = [x for level in (1, 2, 3) for x in bench.samples(level)] + list(bench.episodes())
+    items.sort(key=lambda x: x.level)  # stable: each level's samples, then (level 3) its episodes
+    for trial in sorted(by_trial):
+        if trial > 1:
+            grader.start_trial()
+        for item, rec in ((x, by_trial[trial].get(x.key)) for x in items):
             if rec is None:
                 continue
             base = JudgmentRecord(
@@ -124,6 +131,7 @@ def judge_predictions(
                 item.dialogue_id,
                 item.sample_id,
                 item.duplicate,
+                rec.trial,
                 backend_error=rec.error,
                 protocol_version=grader.protocol.version,
             )
@@ -183,7 +191,7 @@ def coverage(bench: Benchmark, info: RunInfo, predictions: Predictions) -> dict[
         answered excludes failed samples; a run is partial when something expected
         is missing or a line of its predictions file could not be read.
     """
-    expected = {x.key for x in planned(bench, info.run_config(), info.all_plans())}
+    expected = {trial_key(x.key, t) for x, t in planned_trials(bench, info.run_config(), info.all_plans())}
     present = {k: r for k, r in predictions.records.items() if k in expected}
     failed = sum(1 for r in present.values() if r.failed)
     missing = len(expected) - len(present)
@@ -319,6 +327,7 @@ def score_run(
         overall=overall,
         coverage=cov,
         partial=cov["partial"],
+        trials=trial_figures(judgments),
     )
     if write:
         folder.write_metrics(metrics)
@@ -366,7 +375,10 @@ class ScoredRun:
             "missing": len(wanted - {j.key for j in present}),
         }
         cov["partial"] = cov["missing"] > 0 or bool(cov.get("dropped"))
-        metrics = replace(self.metrics, levels=levels, overall=overall, coverage=cov, partial=cov["partial"])
+        metrics = replace(
+            self.metrics, levels=levels, overall=overall, coverage=cov, partial=cov["partial"],
+            trials=trial_figures(present),
+        )
         return ScoredRun(self.folder, self.info, metrics, judgments, excluded)
 
     @cached_property
