@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apibank_lib.costs import run_cost
 from apibank_lib.datasets import Benchmark, load_benchmark, statistics
 from apibank_lib.errors import ConfigError
 from apibank_lib.grading import replay
@@ -346,8 +347,10 @@ def compact_main_table(main: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def compare_runs(runs: Sequence[ScoredRun]) -> pd.DataFrame:
-    """Many runs side by side: labels, accuracy and ROUGE-L (both packages) per level, coverage, empty answers.
+def compare_runs(runs: Sequence[ScoredRun], *, price_per_mtok: tuple[float, float] | None = None) -> pd.DataFrame:
+    """Many runs side by side: labels, accuracy and ROUGE-L (both packages) per level, coverage, empty answers, and
+    what each cost (:mod:`apibank_lib.costs`: tokens in and out, seconds per answer, answers per second of answering
+    time, and with ``price_per_mtok`` (in, out per million tokens) the price).
 
     The columns say which ROUGE-L package each number is from; the protocol's
     own is the one :func:`main_table` reports.
@@ -370,6 +373,15 @@ def compare_runs(runs: Sequence[ScoredRun]) -> pd.DataFrame:
         row["empty answers"] = r.metrics.overall.empty_answers
         row["errata"] = r.errata
         row["partial"] = r.metrics.partial
+        cost = run_cost(r.folder, price_per_mtok)
+        row.update(
+            {
+                "tokens in": cost.prompt_tokens, "tokens out": cost.completion_tokens,
+                "s/answer (median)": cost.median_s, "s/answer (p90)": cost.p90_s, "answers/s": cost.per_s,
+            }
+        )
+        if price_per_mtok is not None:
+            row["price"] = cost.price
         rows.append(row)
     return pd.DataFrame(rows)
 

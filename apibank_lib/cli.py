@@ -518,7 +518,10 @@ def _retrieval_sets(bench: Any, args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from apibank_lib.analysis import compare_runs, load_runs
 
-    return _show_table(compare_runs(load_runs(args.runs)), args)
+    from apibank_lib.costs import parse_price
+
+    price = parse_price(args.price_per_mtok) if args.price_per_mtok else None
+    return _show_table(compare_runs(load_runs(args.runs), price_per_mtok=price), args)
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
@@ -845,8 +848,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_merge)
 
-    p = sub.add_parser("compare", help="runs side by side: labels, accuracy and ROUGE-L per level, coverage")
+    p = sub.add_parser("compare", help="runs side by side: labels, accuracy and ROUGE-L per level, coverage, cost")
     p.add_argument("runs", nargs="+")
+    p.add_argument(
+        "--price-per-mtok", metavar="IN,OUT", default=None,
+        help="price per million tokens in and out (e.g. 0.15,0.60): adds each run's price",
+    )
     p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/ (results/bundled/ for the bundled data)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)

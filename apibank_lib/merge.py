@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from apibank_lib.costs import answering_seconds
 from apibank_lib.datasets import Benchmark, load_benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.runs import PredictionRecord, RunFolder, RunInfo, planned_trials, trial_key
@@ -151,12 +152,15 @@ def merge_runs(
         for key in order:
             writer.write(records[key])
     failed = sum(1 for r in records.values() if r.failed)
+    times = [answering_seconds(r) for r in runs]
     target.write_summary(
         {
             "model": head.model,
             "protocol": head.protocol,
             "samples_in_folder": len(order),
             "failed_in_folder": failed,
+            # Machine time: the shards' answering times added up (None where a shard's is not known).
+            "answering_s": None if None in times else round(sum(t for t in times if t is not None), 3),
             "merged_from": [
                 {
                     "shard": f"{i}/{n}",

@@ -580,6 +580,8 @@ def run(
                     folder.add_warning("tools_ignored", str(exc))
                     warnings.warn(str(exc), stacklevel=2)
                 saved = len(folder.read_predictions().records)
+                # The time spent so far counts too (what costs.run_cost divides by).
+                _write_summary(folder, config, len(work), len(work) - len(todo), counts, time.perf_counter() - start)
                 why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
                 raise RunStopped(f"stopped: {why}", folder.path, saved, len(work) - saved) from exc
     finally:
@@ -594,6 +596,9 @@ def _write_summary(
     folder: RunFolder, config: RunConfig, total: int, skipped: int, counts: dict[str, int], elapsed: float
 ) -> None:
     final = folder.read_predictions().records
+    before: float | None = 0.0
+    if folder.summary_path.is_file():  # earlier invocations: their time, where the summary kept it (else not known)
+        before = json.loads(folder.summary_path.read_text(encoding="utf-8")).get("answering_s")
     folder.write_summary(
         {
             "model": config.model,
@@ -603,5 +608,7 @@ def _write_summary(
             "samples_in_folder": len(final),
             "failed_in_folder": sum(1 for r in final.values() if r.failed),
             "this_invocation": {"requested": total, "skipped": skipped, **counts, "elapsed_s": round(elapsed, 3)},
+            # The wall time spent answering over every invocation (apibank_lib.costs reads it).
+            "answering_s": None if before is None else round(before + elapsed, 3),
         }
     )

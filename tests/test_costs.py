@@ -1,0 +1,78 @@
+"""What a run cost (tokens, seconds per answer, answers per second, a price), read from its answers and summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apibank_lib.analysis import compare_runs, load_runs
+from apibank_lib.backends.scripted import ScriptedBackend
+from apibank_lib.cli import main
+from apibank_lib.costs import cost_of, parse_price, run_cost
+from apibank_lib.datasets import Benchmark
+from apibank_lib.errors import ConfigError
+from apibank_lib.merge import merge_runs
+from apibank_lib.runner import run
+from apibank_lib.runs import PredictionRecord, RunConfig, RunFolder
+
+
+def _record(key: str, tokens: tuple[int | None, int | None], latency: float | None, reused: bool = False) -> PredictionRecord:
+    return PredictionRecord(key, 1, "api", "d", 0, prompt_tokens=tokens[0], completion_tokens=tokens[1], latency_s=latency, reused=reused)
+
+
+def test_cost_of_counts_what_was_paid_for() -> None:
+    records = [
+        _record("a", (100, 10), 1.0),
+        _record("b", (200, 20), 2.0),
+        _record("c", (300, 30), 3.0),
+        _record("d", (400, 40), 10.0),
+        _record("e", (100, 10), 1.0, reused=True),  # a duplicate's reused answer cost nothing
+        _record("f", (None, None), 4.0),  # a backend that does not count tokens
+    ]
+    cost = cost_of(records, answering_s=20.0, price_per_mtok=(1.0, 4.0))
+    assert (cost.answers, cost.counted, cost.prompt_tokens, cost.completion_tokens) == (5, 4, 1000, 100)
+    assert cost.median_s == 3.0 and cost.p90_s == pytest.approx(7.6)  # 1, 2, 3, 4, 10: linear interpolation
+    assert cost.per_s == 0.25 and cost.price == pytest.approx((1000 * 1.0 + 100 * 4.0) / 1e6)
+    assert cost_of([], None).median_s is None and cost_of([], None).per_s is None
+
+
+@pytest.mark.parametrize("text", ["0.15", "a,b", "1,-2", "1,2,3"])
+def test_a_wrong_price_is_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match="IN,OUT per million tokens"):
+        parse_price(text)
+    assert parse_price("0.15, 0.60") == (0.15, 0.60)
+
+
+def test_answering_time_adds_up_over_invocations_and_shards(bench: Benchmark, tmp_path: Path) -> None:
+    def go(limit: int, **changes: object) -> Path:
+        config = RunConfig("scripted", levels=(1,), limit=limit, tasks=("api",), **changes)  # type: ignore[arg-type]
+        return run(config, backend=ScriptedBackend("[GetToday()]", delay_s=0.01), bench=bench, progress=False).path
+
+    out = str(tmp_path / "r")
+    first = json.loads((Path(go(4, out=out)) / "summary.json").read_text())["answering_s"]
+    folder = RunFolder(go(8, out=out))
+    total = json.loads(folder.summary_path.read_text())["answering_s"]
+    this = json.loads(folder.summary_path.read_text())["this_invocation"]["elapsed_s"]
+    assert first > 0 and total == pytest.approx(first + this, abs=0.002)
+    cost = run_cost(folder)
+    assert cost.answers == len(folder.read_predictions().records) - sum(r.reused for r in folder.read_predictions().records.values())
+    assert cost.per_s == pytest.approx(cost.answers / total, rel=1e-3) and cost.median_s >= 0.01
+    shards = [go(8, shard=f"{i}/2", runs_dir=str(tmp_path / "s")) for i in (1, 2)]
+    merged = merge_runs(shards, tmp_path / "m", bench=bench)
+    times = [json.loads((s / "summary.json").read_text())["answering_s"] for s in shards]
+    assert json.loads((merged.path / "summary.json").read_text())["answering_s"] == pytest.approx(sum(times), abs=0.002)
+
+
+def test_compare_shows_the_cost_and_a_price(bench: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = run(
+        RunConfig("scripted", levels=(1,), limit=5, out=str(tmp_path / "c")),
+        backend=ScriptedBackend("[GetToday()] now"), bench=bench, progress=False,
+    ).path
+    table = compare_runs(load_runs([path]), price_per_mtok=(0.0, 1e6))
+    assert table["tokens out"][0] == run_cost(RunFolder(path)).completion_tokens > 0  # the scripted backend counts words
+    assert table["price"][0] == table["tokens out"][0]  # a unit price per output token
+    assert main(["compare", str(path), "--price-per-mtok", "0,1000000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["price"] == table["price"][0]
+    assert main(["compare", str(path), "--price-per-mtok", "free"]) != 0
