@@ -70,6 +70,7 @@ __all__ = [
     "open_run",
     "locate_run",
     "answer_all",
+    "Governor",
     "run_episode",
     "request_for",
     "STOPS",
@@ -453,6 +454,59 @@ class _Answerer:
         return PredictionRecord.for_item(item, trial, prompt_sha=sha, **values)
 
 
+class Governor:
+    """How many requests a run keeps in flight: the concurrency asked for, halved whenever the server says it has too
+    much to do (HTTP 429 or 503, :attr:`Backend.throttled`), then raised by one after every :data:`RAISE_AFTER`
+    times the current limit of answers without such a signal, up to the concurrency asked for (additive increase,
+    multiplicative decrease). Every change is recorded (:meth:`record`, the run's ``summary.json``).
+
+    Args:
+        ceiling: the concurrency asked for.
+        throttled: reads the backend's count of throttling answers.
+    """
+
+    RAISE_AFTER = 4
+
+    def __init__(self, ceiling: int, throttled: Callable[[], int] = lambda: 0) -> None:
+        self.ceiling = self.limit = ceiling
+        self._throttled = throttled
+        self._seen = throttled()
+        self._calm = 0
+        self.answers = 0
+        self.events: list[dict[str, Any]] = []
+
+    def observe(self) -> None:
+        """After an answer: back off if the server throttled since the last one, else count towards a raise."""
+        self.answers += 1
+        now = self._throttled()
+        if now > self._seen:
+            self._seen = now
+            self._calm = 0
+            lower = max(1, self.limit // 2)
+            if lower < self.limit:
+                self._change(lower, f"the server answered 429/503 ({now} times so far)")
+            return
+        self._calm += 1
+        if self.limit < self.ceiling and self._calm >= self.RAISE_AFTER * self.limit:
+            self._calm = 0
+            self._change(self.limit + 1, f"{self.RAISE_AFTER * (self.limit)} answers without 429/503")
+
+    def _change(self, to: int, why: str) -> None:
+        self.events.append({"after_answers": self.answers, "from": self.limit, "to": to, "why": why})
+        self.limit = to
+
+    def record(self) -> dict[str, Any]:
+        """What it did, for the run's summary (the first 100 changes)."""
+        return {
+            "asked": self.ceiling,
+            "final": self.limit,
+            "lowest": min([self.ceiling, *(e["to"] for e in self.events)]),
+            "throttled": self._seen,
+            "changes": len(self.events),
+            "events": self.events[:100],
+        }
+
+
 def answer_all(
     todo: Sequence[W],
     answer: Callable[[W], PredictionRecord],
@@ -461,13 +515,15 @@ def answer_all(
     workers: int = 1,
     on_record: Callable[[PredictionRecord], None] | None = None,
     is_unreachable: Callable[[PredictionRecord], bool] = lambda r: False,
+    governor: Governor | None = None,
 ) -> dict[str, int]:
     """Answer every item, writing each record as soon as it exists.
 
     Stops early, raising :class:`BackendError`, after
     :data:`MAX_CONSECUTIVE_UNREACHABLE` consecutive records that
     ``is_unreachable``; a KeyboardInterrupt stops it too. Records already
-    written stay written either way.
+    written stay written either way. With several ``workers``, a ``governor``
+    sets how many requests are in flight at a time (at most ``workers``).
 
     Returns:
         ``{"answered": n, "failed": m}``.
@@ -494,21 +550,29 @@ def answer_all(
         for item in todo:
             take(answer(item))
         return counts
+    governor = governor or Governor(workers)
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         pending: set[Future[PredictionRecord]] = set()
         queue = iter(todo)
-        for item in queue:
-            pending.add(pool.submit(answer, item))
-            if len(pending) >= workers * 2:
-                break
+        exhausted = False
+
+        def fill() -> None:
+            nonlocal exhausted
+            while not exhausted and len(pending) < governor.limit:
+                nxt = next(queue, None)
+                if nxt is None:
+                    exhausted = True
+                else:
+                    pending.add(pool.submit(answer, nxt))
+
+        fill()
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 take(fut.result())
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.add(pool.submit(answer, nxt))
+                governor.observe()
+            fill()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return counts
@@ -562,6 +626,7 @@ def run(
 
             bar = tqdm(total=len(todo), unit="sample", desc=backend.name, dynamic_ncols=True)
     answerer = _Answerer(backend, bench, protocol, config)
+    governor = Governor(workers, lambda: backend.throttled)
     start = time.perf_counter()
     counts: dict[str, int] = {}
     try:
@@ -574,6 +639,7 @@ def run(
                     workers=workers,
                     on_record=(lambda _: bar.update(1)) if bar is not None else None,
                     is_unreachable=lambda r: r.key in answerer.unreachable,
+                    governor=governor,
                 )
             except (KeyboardInterrupt, BackendError) as exc:
                 if isinstance(exc, ToolsIgnored):
@@ -581,19 +647,22 @@ def run(
                     warnings.warn(str(exc), stacklevel=2)
                 saved = len(folder.read_predictions().records)
                 # The time spent so far counts too (what costs.run_cost divides by).
-                _write_summary(folder, config, len(work), len(work) - len(todo), counts, time.perf_counter() - start)
+                _write_summary(
+                    folder, config, len(work), len(work) - len(todo), counts, time.perf_counter() - start, governor
+                )
                 why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
                 raise RunStopped(f"stopped: {why}", folder.path, saved, len(work) - saved) from exc
     finally:
         if bar is not None:
             bar.close()
     elapsed = time.perf_counter() - start
-    _write_summary(folder, config, len(work), len(work) - len(todo), counts, elapsed)
+    _write_summary(folder, config, len(work), len(work) - len(todo), counts, elapsed, governor)
     return RunResult(folder.path, len(work), len(work) - len(todo), counts["answered"], counts["failed"], elapsed)
 
 
 def _write_summary(
-    folder: RunFolder, config: RunConfig, total: int, skipped: int, counts: dict[str, int], elapsed: float
+    folder: RunFolder, config: RunConfig, total: int, skipped: int, counts: dict[str, int], elapsed: float,
+    governor: Governor,
 ) -> None:
     final = folder.read_predictions().records
     before: float | None = 0.0
@@ -607,7 +676,10 @@ def _write_summary(
             **({"shard": config.shard} if config.shard else {}),
             "samples_in_folder": len(final),
             "failed_in_folder": sum(1 for r in final.values() if r.failed),
-            "this_invocation": {"requested": total, "skipped": skipped, **counts, "elapsed_s": round(elapsed, 3)},
+            "this_invocation": {
+                "requested": total, "skipped": skipped, **counts, "elapsed_s": round(elapsed, 3),
+                "concurrency": governor.record(),
+            },
             # The wall time spent answering over every invocation (apibank_lib.costs reads it).
             "answering_s": None if before is None else round(before + elapsed, 3),
         }

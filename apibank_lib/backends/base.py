@@ -140,11 +140,14 @@ class Backend:
         default_target: the target used when a spec has none (``llamacpp`` ->
             ``gemma-3-270m``); None when a target is required or not accepted.
 
-    Instances have ``name``, the model spec they were built from.
+    Instances have ``name``, the model spec they were built from, and ``throttled``: how many times a server
+    answered "too many requests" or "unavailable" (HTTP 429 or 503) so far, which the runner reads to lower its
+    concurrency (0 for backends without a server).
     """
 
     kind: ClassVar[str]
     concurrent: ClassVar[bool] = False
+    throttled: int = 0
     constrains_json: ClassVar[bool] = False
     answer_options: ClassVar[tuple[str, ...]] = ()
     default_target: ClassVar[str | None] = None

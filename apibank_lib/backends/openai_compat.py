@@ -44,6 +44,8 @@ from apibank_lib.types import ApiCall
 __all__ = ["OpenAIBackend", "tool_json_schema", "ToolsIgnored", "TOOLS_CHECK"]
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+THROTTLE_STATUS = {429, 503}
+"""The answers that say the server has too much to do (counted in :attr:`Backend.throttled`)."""
 TOOLS_CHECK = 3
 """How many API-call answers without a tool call, with tools unseen by the model, prove a server ignores tools."""
 _LEGACY_MODES = {"prompt": PAPER_PROMPT, "tools": "chat"}
@@ -98,6 +100,8 @@ class OpenAIBackend(Backend):
         self._without_calls: list[tuple[int | None, int | None]] = []  # (prompt tokens with tools, without)
         self._tools_seen = False
         self._check_lock = threading.Lock()
+        self.throttled = 0
+        self._throttle_lock = threading.Lock()
         key = os.environ.get("APIBANK_API_KEY") or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
@@ -153,6 +157,9 @@ class OpenAIBackend(Backend):
                     return resp.json(), attempt
                 retryable = resp.status_code in RETRY_STATUS
                 problem = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                if resp.status_code in THROTTLE_STATUS:
+                    with self._throttle_lock:  # the runner reads it to lower its concurrency
+                        self.throttled += 1
             except (httpx.TimeoutException, httpx.ConnectError, httpx.RemoteProtocolError) as exc:
                 retryable, problem = True, f"{type(exc).__name__}: {exc}"
                 unreachable = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError))
