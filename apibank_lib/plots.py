@@ -22,6 +22,7 @@ __all__ = [
     "errors_figure",
     "funnel_figure",
     "breakdown_figure",
+    "pass_k_figure",
     "calls_figure",
     "domains_figure",
     "toolalpaca_figure",
@@ -167,6 +168,27 @@ def funnel_figure(funnel: Any, *, title: str = "", name: str = "funnel", directo
     ax.set_ylabel("gold calls reaching the stage (%)")
     ax.set_ylim(0, 105)
     ax.set_title(f"Step funnel{': ' + title if title else ''} (measured here)")
+    ax.legend(fontsize=8)
+    save(fig, name, directory)
+    return fig
+
+
+def pass_k_figure(table: Any, *, title: str = "", name: str = "pass_k", directory: str | Path | None = None) -> Figure:
+    """pass^k and pass@k against k, with 95% intervals, one pair of lines per level (an
+    :func:`apibank_lib.analysis.trials_table`)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (level, measure), part in table[table["measure"].isin(["pass^k", "pass@k"])].groupby(["level", "measure"], sort=False):
+        err = [part["value (%)"] - part["low"], part["high"] - part["value (%)"]]
+        style = "-" if measure == "pass^k" else ":"
+        ax.errorbar(part["k"], part["value (%)"], yerr=err, capsize=3, marker="o", linestyle=style,
+                    label=f"level {level}: {measure} (n={_count(part['samples'].iloc[0])})")
+    ks = sorted(set(table["k"]))
+    ax.set_xticks(ks)
+    ax.set_xlabel("k (trials drawn)")
+    ax.set_ylabel("samples (%), 95% CI")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"pass^k (all k right) and pass@k (one right){': ' + title if title else ''} (measured here)")
     ax.legend(fontsize=8)
     save(fig, name, directory)
     return fig

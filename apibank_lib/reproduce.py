@@ -50,6 +50,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "N_BOOT": 2000,
         "CALL_LIMIT": 10,
         "REPLY_LIMIT": 3,
+        "TRIALS_LIMIT": 10,  # 4 trials of the 0.5B at temperature 0.7 on 10 level-1 API-call samples
     },
     "standard": {
         # The committed results (results/bundled/): every default model, sized for 2 cores (about 90 minutes of
@@ -71,10 +72,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         "CALL_LIMIT": None,
         "REPLY_LIMIT": 100,
         "WORTH_LIMIT": None,
+        "TRIALS_LIMIT": 60,  # pass^1..pass^4 of the 0.5B at temperature 0.7 on the first 60 level-1 API-call samples
     },
     "full": {
         "LIMIT": None, "KIND_LIMITS": {}, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None,
-        "REPLY_LIMIT": None, "WORTH_LIMIT": None,
+        "REPLY_LIMIT": None, "WORTH_LIMIT": None, "TRIALS_LIMIT": None,
     },
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare); ``MODELS``, where a

@@ -19,7 +19,7 @@ from apibank_lib.grading import Grader
 from apibank_lib.paths import runs_dir
 from apibank_lib.protocols import PROTOCOLS, V2
 from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder, plan, same_episodes
+from apibank_lib.runs import RunConfig, RunFolder, plan, same_episodes, trial_key
 from apibank_lib.sandbox import json_copy
 from apibank_lib.scoring import ScoredRun, scored
 from apibank_lib.search import default_searcher
@@ -68,6 +68,8 @@ class RunSettings:
         options: backend options per model spec.
         runs_dir: where the runs go (default :func:`apibank_lib.paths.runs_dir`).
         tasks: ``api`` and/or ``response`` samples.
+        trials, temperature: answers per sample and the temperature they are sampled at
+            (:attr:`~apibank_lib.runs.RunConfig.trials`); one trial and the backend's own decoding by default.
     """
 
     protocol: str = V2.name
@@ -80,6 +82,8 @@ class RunSettings:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     runs_dir: str | Path | None = None
     tasks: Sequence[str] = ("api", "response")
+    trials: int = 1
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.kind_limits or {}) - set(KINDS))
@@ -103,6 +107,7 @@ class RunSettings:
         base = {
             "protocol": self.protocol, "data": str(bench.root), "max_steps": self.max_steps,
             "backend_options": dict((self.options or {}).get(model, {})), "runs_dir": str(runs_dir(self.runs_dir)),
+            "trials": self.trials, "temperature": self.temperature,
         }
         if len(set(limits.values())) <= 1:
             limit = next(iter(limits.values()), self.limit)
@@ -212,7 +217,7 @@ def saved_runs(
                     f"{model}: {folder.path} holds {ran}, not episodes of {wanted['max_steps']} steps with "
                     f"{wanted['retriever']!r}; {hint}"
                 )
-            planned_keys = [x.key for x in plan(bench, config)]
+            planned_keys = [trial_key(x.key, t) for t in range(1, config.trials + 1) for x in plan(bench, config)]
             done = folder.read_predictions().records
             missing = [k for k in planned_keys if k not in done]
             if missing:
