@@ -165,9 +165,15 @@ def funnel_figure(funnel: Any, *, title: str = "", name: str = "funnel", directo
         n = _count(part["samples"].iloc[0]) if "samples" in part else "-"  # the first stage counts every gold call
         ax.plot(range(len(part)), part["share (%)"], marker="o", label=f"level {level} ({ABILITIES[int(level)]}, n={n})")
     ax.set_xticks(range(len(FUNNEL_STAGES)), FUNNEL_STAGES, rotation=25, ha="right")
-    ax.set_ylabel("gold calls reaching the stage (%)")
+    return _lines_done(fig, ax, "gold calls reaching the stage (%)", f"Step funnel{': ' + title if title else ''}", name, directory)
+
+
+def _lines_done(fig: Figure, ax: Any, ylabel: str, title: str, name: str, directory: str | Path | None) -> Figure:
+    """A line figure of shares finished: the axis from 0 to 105%, its label, the title (measured here), the
+    legend; saved."""
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 105)
-    ax.set_title(f"Step funnel{': ' + title if title else ''} (measured here)")
+    ax.set_title(f"{title} (measured here)")
     ax.legend(fontsize=8)
     save(fig, name, directory)
     return fig
@@ -186,12 +192,8 @@ def pass_k_figure(table: Any, *, title: str = "", name: str = "pass_k", director
     ks = sorted(set(table["k"]))
     ax.set_xticks(ks)
     ax.set_xlabel("k (trials drawn)")
-    ax.set_ylabel("samples (%), 95% CI")
-    ax.set_ylim(0, 105)
-    ax.set_title(f"pass^k (all k right) and pass@k (one right){': ' + title if title else ''} (measured here)")
-    ax.legend(fontsize=8)
-    save(fig, name, directory)
-    return fig
+    heading = f"pass^k (all k right) and pass@k (one right){': ' + title if title else ''}"
+    return _lines_done(fig, ax, "samples (%), 95% CI", heading, name, directory)
 
 
 def breakdown_figure(
