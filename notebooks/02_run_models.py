@@ -48,6 +48,10 @@ LEVEL3 = "both"  # teacher-forced steps and agent episodes
 MAX_STEPS = 12  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps; 12 as `apibank run`)
 OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
 RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
+TRIALS_MODEL = "llamacpp:qwen2.5-coder-0.5b"  # a sampled model answered several times: pass^k (None: no trials)
+TRIALS = 4  # answers per sample, each with its own seed
+TEMPERATURE = 0.7
+TRIALS_LIMIT = 2  # level-1 API-call samples (apibank reproduce's standard profile: 60)
 
 # %%
 bench = load_benchmark(DATA)
@@ -74,3 +78,18 @@ summary
 comparison = analysis.compare_runs(runs)
 analysis.save_table(comparison, "runs")
 comparison
+
+# %% [markdown]
+# ## Repeated trials of a sampled model
+#
+# One run's intervals resample dialogues; they say nothing of how differently a sampled model answers the same sample
+# again. `TRIALS_MODEL` answers the first `TRIALS_LIMIT` level-1 API-call samples `TRIALS` times at `TEMPERATURE`, each
+# trial with its own seed, in one run folder (`apibank run --trials K --temperature T`); notebook 03 shows pass^k.
+
+# %%
+trial_settings = workbench.RunSettings(
+    protocol=PROTOCOL, levels=[1], limit=TRIALS_LIMIT, tasks=("api",), trials=TRIALS, temperature=TEMPERATURE,
+    options=OPTIONS, runs_dir=RUNS_DIR,
+)
+trial_runs, trial_summary = workbench.run_models([TRIALS_MODEL] if TRIALS_MODEL else [], bench, trial_settings, progress=False)
+trial_summary

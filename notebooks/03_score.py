@@ -46,6 +46,10 @@ LEVEL3 = "both"  # teacher-forced steps and agent episodes
 MAX_STEPS = 12  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps; 12 as `apibank run`)
 OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
 RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
+TRIALS_MODEL = "llamacpp:qwen2.5-coder-0.5b"  # a sampled model answered several times: pass^k (None: no trials)
+TRIALS = 4  # answers per sample, each with its own seed
+TEMPERATURE = 0.7
+TRIALS_LIMIT = 2  # level-1 API-call samples (apibank reproduce's standard profile: 60)
 N_BOOT = 200  # bootstrap replicates
 SEED = 0
 PAIRS = [["heuristic", "no-call"]]  # (A, B) pairs to compare
@@ -104,6 +108,29 @@ plots.rouge_figure(comparison);
 pairs = analysis.paired_tables(runs, PAIRS, n_boot=N_BOOT, seed=SEED)
 analysis.save_table(pairs, "paired_comparisons")
 pairs
+
+# %% [markdown]
+# ## Repeated trials: pass^k
+#
+# The sampled model notebook 02 answered `TRIALS` times per sample: pass^k is the chance that k of its trials, drawn
+# from a sample's, are all right (tau-bench's measure of consistency), pass@k that at least one is; each trial's own
+# accuracy and the share of samples whose trials disagree say how far two single runs of it can differ. Intervals
+# resample dialogues.
+
+# %%
+if TRIALS_MODEL:
+    trial_settings = workbench.RunSettings(
+        protocol=PROTOCOL, levels=[1], limit=TRIALS_LIMIT, tasks=("api",), trials=TRIALS, temperature=TEMPERATURE,
+        options=OPTIONS, runs_dir=RUNS_DIR,
+    )
+    trial_run = workbench.saved_runs([TRIALS_MODEL], bench, trial_settings)[0]
+    pass_k = analysis.trials_table(trial_run, n_boot=N_BOOT, seed=SEED)
+    analysis.save_table(pass_k, "pass_k")
+    plots.pass_k_figure(pass_k, title=TRIALS_MODEL)
+    from IPython.display import display
+
+    display(pass_k)
+    display(analysis.sample_success_rates(trial_run))
 
 # %% [markdown]
 # ## Accuracy by domain, and in single- and multi-call dialogues

@@ -62,10 +62,13 @@ WORTH = {  # display name -> model spec: the base model and the three equal-size
     "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",
     "hand-written": "llamacpp:synth-hand-0.5b",
     "model-made": "llamacpp:synth-made-0.5b",
+    "both, half and half": "llamacpp:synth-both-0.5b",
 }
 WORTH_LIMIT = 3  # API-call samples per level and model (apibank reproduce's standard profile: all); None for all
 WORTH_PAIRS = [
     ["model-made", "hand-written"],
+    ["both, half and half", "hand-written"],
+    ["both, half and half", "model-made"],
     ["model-made", "Qwen2.5-Coder-0.5B base"],
     ["hand-written", "Qwen2.5-Coder-0.5B base"],
 ]
@@ -165,10 +168,10 @@ model_made
 # %% [markdown]
 # ## What the data is worth: equal-size training draws
 #
-# The instruct 0.5B trained with the recipe on equal-size draws of our hand-written corpus and of the model-made
-# one (every generation's corpus, judged again by the tester), with one mix over the three levels
-# (`models/synth-*-0.5b/training.json` holds each command; `apibank train --source A --source B` draws both
-# together, half and half). Each is evaluated on the bundled benchmark's API-call samples (level 3: the
+# The instruct 0.5B trained with the recipe on equal-size draws (96 examples) of our hand-written corpus, of the
+# model-made one (every generation's corpus, judged again by the tester), and of both together, half and half
+# (`apibank train --source A --source B`), with one mix over the three levels (`models/synth-*-0.5b/training.json`
+# holds each command and the fingerprint of the data it drew). Each is evaluated on the bundled benchmark's API-call samples (level 3: the
 # teacher-forced steps) beside the base model, on the samples all of them answered. The paired tests compare two models sample by sample: an interval with dialogues resampled, and the
 # p-value of a cluster sign-flip permutation test. By default a few samples per level; `apibank reproduce`'s
 # standard profile answers all of them.
