@@ -184,11 +184,14 @@ def pass_k_figure(table: Any, *, title: str = "", name: str = "pass_k", director
     :func:`apibank_lib.analysis.trials_table`)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4))
-    for (level, measure), part in table[table["measure"].isin(["pass^k", "pass@k"])].groupby(["level", "measure"], sort=False):
+    shown = table[table["measure"].isin(["pass^k", "pass@k"])]
+    if len(set(shown["level"]) - {"all"}) == 1:  # one level: "all" would draw the same lines again
+        shown = shown[shown["level"] != "all"]
+    for (level, measure), part in shown.groupby(["level", "measure"], sort=False):
         err = [part["value (%)"] - part["low"], part["high"] - part["value (%)"]]
         style = "-" if measure == "pass^k" else ":"
         ax.errorbar(part["k"], part["value (%)"], yerr=err, capsize=3, marker="o", linestyle=style,
-                    label=f"level {level}: {measure} (n={_count(part['samples'].iloc[0])})")
+                    label=f"{'all levels' if level == 'all' else f'level {level}'}: {measure} (n={_count(part['samples'].iloc[0])})")
     ks = sorted(set(table["k"]))
     ax.set_xticks(ks)
     ax.set_xlabel("k (trials drawn)")
