@@ -152,3 +152,12 @@ def test_the_cli_takes_trials_and_a_temperature(tmp_path: Path, capsys: pytest.C
     metrics = json.loads(capsys.readouterr().out)["metrics"]
     assert metrics["trials"]["1"]["pass_hat"] == {"1": 1.0, "2": 1.0}
     assert main(["run", "--model", "oracle", "--level", "1", "--limit", "4", "--trials", "2", "--out", str(tmp_path / "g"), "--json"]) != 0
+
+
+def test_episodes_have_trials_too(bench: Benchmark, tmp_path: Path) -> None:
+    config = RunConfig("oracle", levels=(3,), level3="loop", limit=3, trials=2, temperature=0.7, out=str(tmp_path / "ep"))
+    result = run(config, bench=bench, progress=False)
+    records = RunFolder(result.path).read_predictions().records
+    assert sorted(k.split("/")[-1] for k in records) == ["0", "0#t2", "1", "1#t2", "2", "2#t2"]
+    metrics = score_run(result.path, bench=bench)
+    assert metrics.trials["3/episodes"]["per_trial"] == {"1": 1.0, "2": 1.0} and metrics.coverage["missing"] == 0
