@@ -11,6 +11,7 @@ that does not count leaves them out, and the figures say how many answers they r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -107,8 +108,6 @@ def answering_seconds(folder: RunFolder) -> float | None:
     """The runner's wall time answering into ``folder``, over every invocation (``summary.json``)."""
     if not folder.summary_path.is_file():
         return None
-    import json
-
     summary = json.loads(folder.summary_path.read_text(encoding="utf-8"))
     value = summary.get("answering_s")
     return float(value) if value is not None else None

@@ -93,12 +93,12 @@ def merge_runs(
     if len(counts) != 1:
         raise ConfigError(f"the folders split the run in different numbers of shards: {', '.join(specs)}")
     n = counts.pop()
-    by_index: dict[int, RunFolder] = {}
-    for run, spec in zip(runs, specs):
+    by_index: dict[int, tuple[RunFolder, RunInfo]] = {}
+    for run, info, spec in zip(runs, infos, specs):
         index = parse_shard(spec)[0]
         if index in by_index:
-            raise ConfigError(f"shard {spec} is given twice: {by_index[index].path} and {run.path}")
-        by_index[index] = run
+            raise ConfigError(f"shard {spec} is given twice: {by_index[index][0].path} and {run.path}")
+        by_index[index] = (run, info)
     missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in by_index]
     if missing:
         raise ConfigError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing: merge needs all {n}")
@@ -164,15 +164,15 @@ def merge_runs(
             "merged_from": [
                 {
                     "shard": f"{i}/{n}",
-                    "folder": str(by_index[i].path),
-                    "samples": sum(1 for p in owner.values() if p == by_index[i].path),
-                    "code_version": infos[runs.index(by_index[i])].code_version,
+                    "folder": str(by_index[i][0].path),
+                    "samples": sum(1 for p in owner.values() if p == by_index[i][0].path),
+                    "code_version": by_index[i][1].code_version,
                 }
                 for i in range(1, n + 1)
             ],
         }
     )
-    for run in runs:
+    for run, spec in zip(runs, specs):
         for w in run.read_warnings():
-            target.add_warning(w.get("kind", "warning"), f"{shard_label(_shard_of_folder(run, run.read_info()))}: {w.get('message', '')}")
+            target.add_warning(w.get("kind", "warning"), f"{shard_label(spec)}: {w.get('message', '')}")
     return MergeResult(target.path, n, len(order), failed)

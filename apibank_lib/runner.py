@@ -608,7 +608,8 @@ def run(
         backend = load_backend(config.model, **config.backend_options)
     backend.preflight()  # a wrong address or a dead server stops here, before anything is written
     # Trial by trial: an interrupted run with several trials has whole first trials, the most useful part.
-    work = [(item, t) for t in range(1, config.trials + 1) for item in plan(bench, config)]
+    items = plan(bench, config)
+    work = [(item, t) for t in range(1, config.trials + 1) for item in items]
     folder = open_run(config, bench, backend)
     existing = folder.read_predictions(repair=True).records
 

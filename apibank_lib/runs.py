@@ -705,25 +705,13 @@ def trial_seed(config: RunConfig, trial: int) -> int:
     return config.seed + trial - 1
 
 
-def planned_trials(
+def _plans(
     bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]
-) -> list[tuple[Sample | Episode, int]]:
-    """Every (sample or episode, trial) ``plans`` ask for: :func:`planned`'s items, each with the trials the
-    plans that ask for it want (the most of them), items in dataset order and trials in order."""
-    wanted: dict[str, int] = {}
-    for p in plans:
-        one = replace(
-            config, levels=tuple(p["levels"]), limit=p["limit"], tasks=tuple(p["tasks"]), level3=p["level3"],
-            shard=p.get("shard"),
-        )
-        for item in plan(bench, one):
-            wanted[item.key] = max(wanted.get(item.key, 1), int(p.get("trials", 1)))
-    return [(item, t) for item in planned(bench, config, plans) for t in range(1, wanted[item.key] + 1)]
-
-
-def planned(bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]) -> list[Sample | Episode]:
-    """Every sample and episode any of ``plans`` asks for, each once, in dataset order (:func:`plan` of each)."""
+) -> tuple[list[Sample | Episode], dict[str, int]]:
+    """What ``plans`` ask for, each plan planned once: the items, each once, in dataset order, and the trials each
+    item is asked for (the most any plan that asks for it wants)."""
     seen: dict[str, Sample | Episode] = {}
+    trials: dict[str, int] = {}
     for p in plans:
         one = replace(
             config, levels=tuple(p["levels"]), limit=p["limit"], tasks=tuple(p["tasks"]), level3=p["level3"],
@@ -731,9 +719,24 @@ def planned(bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]
         )
         for item in plan(bench, one):
             seen.setdefault(item.key, item)
+            trials[item.key] = max(trials.get(item.key, 1), int(p.get("trials", 1)))
     everything = replace(config, levels=(1, 2, 3), limit=None, tasks=("api", "response"), level3="both", shard=None)
     order = {item.key: i for i, item in enumerate(plan(bench, everything))}
-    return sorted(seen.values(), key=lambda item: order.get(item.key, len(order)))
+    return sorted(seen.values(), key=lambda item: order.get(item.key, len(order))), trials
+
+
+def planned_trials(
+    bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]
+) -> list[tuple[Sample | Episode, int]]:
+    """Every (sample or episode, trial) ``plans`` ask for: :func:`planned`'s items, each with the trials the
+    plans that ask for it want (the most of them), items in dataset order and trials in order."""
+    items, trials = _plans(bench, config, plans)
+    return [(item, t) for item in items for t in range(1, trials[item.key] + 1)]
+
+
+def planned(bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]) -> list[Sample | Episode]:
+    """Every sample and episode any of ``plans`` asks for, each once, in dataset order (:func:`plan` of each)."""
+    return _plans(bench, config, plans)[0]
 
 
 def plan(bench: Benchmark, config: RunConfig) -> list[Sample | Episode]:

@@ -38,7 +38,6 @@ from apibank_lib.runs import (
     Predictions,
     RunFolder,
     RunInfo,
-    planned,
     planned_trials,
     trial_key,
 )
@@ -116,8 +115,7 @@ def judge_predictions(
     by_trial: dict[int, dict[str, PredictionRecord]] = {}
     for rec in predictions.records.values():
         by_trial.setdefault(rec.trial, {})[rec.key.removesuffix(f"#t{rec.trial}")] = rec
-    items: list[Sample | Episode] = [x for level in (1, 2, 3) for x in bench.samples(level)] + list(bench.episodes())
-    items.sort(key=lambda x: x.level)  # stable: each level's samples, then (level 3) its episodes
+    items: list[Sample | Episode] = [*bench.samples(1), *bench.samples(2), *bench.samples(3), *bench.episodes()]
     for trial in sorted(by_trial):
         if trial > 1:
             grader.start_trial()

@@ -217,7 +217,8 @@ def saved_runs(
                     f"{model}: {folder.path} holds {ran}, not episodes of {wanted['max_steps']} steps with "
                     f"{wanted['retriever']!r}; {hint}"
                 )
-            planned_keys = [trial_key(x.key, t) for t in range(1, config.trials + 1) for x in plan(bench, config)]
+            items = plan(bench, config)
+            planned_keys = [trial_key(x.key, t) for t in range(1, config.trials + 1) for x in items]
             done = folder.read_predictions().records
             missing = [k for k in planned_keys if k not in done]
             if missing:
