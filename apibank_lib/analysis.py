@@ -46,7 +46,7 @@ from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
 from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import domains
-from apibank_lib.trials import pass_at, pass_hat, sample_trials
+from apibank_lib.trials import measures, sample_trials, trial_groups
 from apibank_lib.types import ApiCallSample, ResponseSample, ToolSchema
 
 if TYPE_CHECKING:
@@ -519,7 +519,7 @@ def sample_success_rates(run: ScoredRun) -> pd.DataFrame:
 
 def trials_table(run: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
     """pass^k and pass@k for k = 1..K, each trial's accuracy, and the share of samples whose trials disagree, per
-    level (API-call samples; level-3 episodes apart) and over all API-call samples, each with a 95% interval
+    level (API-call samples; level-3 episodes apart, ``3/episodes``) and over all API-call samples, each with a 95% interval
     (dialogues resampled) (:mod:`apibank_lib.trials`). Only samples with all K trials count.
 
     Raises:
@@ -531,20 +531,9 @@ def trials_table(run: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> p
     if k_max < 2:
         raise ConfigError(f"{run.folder.path} has one answer per sample: run it with --trials K (K > 1) and a --temperature")
     full = [s for s in samples if s.trials == k_max]
-    groups: list[tuple[str, list[Any]]] = [
-        (str(lv), [s for s in full if s.level == lv and s.kind == "api"]) for lv in (1, 2, 3)
-    ]
-    groups += [("3 (episodes)", [s for s in full if s.kind == "episode"]), ("all", [s for s in full if s.kind == "api"])]
     rows = []
-    for name, mine in groups:
-        if not mine:
-            continue
-        measures: list[tuple[str, int, list[float]]] = []
-        measures += [("pass^k", k, [pass_hat(k_max, s.correct, k) for s in mine]) for k in range(1, k_max + 1)]
-        measures += [("pass@k", k, [pass_at(k_max, s.correct, k) for s in mine]) for k in range(1, k_max + 1)]
-        measures += [("trial accuracy", t, [float(s.outcomes[t - 1]) for s in mine]) for t in range(1, k_max + 1)]
-        measures.append(("inconsistent samples", k_max, [float(0 < s.correct < s.trials) for s in mine]))
-        for measure, k, values in measures:
+    for name, mine in trial_groups(full):
+        for measure, k, values in measures(mine, k_max):
             iv = bootstrap_mean([100 * v for v in values], [s.cluster for s in mine], n_boot=n_boot, seed=seed)
             rows.append(
                 {"level": name, "measure": measure, "k": k, "samples": len(mine), "value (%)": round(iv.estimate, 2),

@@ -24,7 +24,7 @@ from typing import Any
 
 from apibank_lib.runs import JudgmentRecord
 
-__all__ = ["SampleTrials", "pass_hat", "pass_at", "sample_trials", "trial_figures"]
+__all__ = ["SampleTrials", "pass_hat", "pass_at", "sample_trials", "measures", "trial_groups", "trial_figures"]
 
 
 def pass_hat(n: int, c: int, k: int) -> float:
@@ -91,6 +91,34 @@ def sample_trials(judgments: Iterable[JudgmentRecord]) -> list[SampleTrials]:
     return out
 
 
+def measures(samples: Sequence[SampleTrials], k_max: int) -> list[tuple[str, int, list[float]]]:
+    """Each measure's per-sample values over ``samples`` (each with ``k_max`` trials): ``(measure, k, values)`` for
+    pass^k and pass@k (k = 1..K), each trial's accuracy (k: the trial) and the inconsistent samples (k: K). Their
+    means are the figures; :func:`apibank_lib.analysis.trials_table` adds intervals."""
+    ks = range(1, k_max + 1)
+    return [
+        *(("pass^k", k, [pass_hat(k_max, s.correct, k) for s in samples]) for k in ks),
+        *(("pass@k", k, [pass_at(k_max, s.correct, k) for s in samples]) for k in ks),
+        *(("trial accuracy", t, [float(s.outcomes[t - 1]) for s in samples]) for t in ks),
+        ("inconsistent samples", k_max, [float(0 < s.correct < s.trials) for s in samples]),
+    ]
+
+
+def trial_groups(samples: Sequence[SampleTrials]) -> list[tuple[str, list[SampleTrials]]]:
+    """The groups the figures are given for, those with samples: each level's API-call samples (``"1"`` ...), a
+    level's episodes (``"3/episodes"``), and API-call samples of all levels (``"all"``)."""
+    groups = [
+        (name, [s for s in samples if s.level == level and s.kind == kind])
+        for level in (1, 2, 3)
+        for kind, name in (("api", str(level)), ("episode", f"{level}/episodes"))
+    ]
+    groups.append(("all", [s for s in samples if s.kind == "api"]))
+    return [(name, mine) for name, mine in groups if mine]
+
+
+_KEYS = {"pass^k": "pass_hat", "pass@k": "pass_at", "trial accuracy": "per_trial"}
+
+
 def _figures(samples: Sequence[SampleTrials]) -> dict[str, Any]:
     k_max = max(s.trials for s in samples)
     full = [s for s in samples if s.trials == k_max]  # a partial run's samples with fewer trials are left out
@@ -99,15 +127,13 @@ def _figures(samples: Sequence[SampleTrials]) -> dict[str, Any]:
     def mean(values: Iterable[float]) -> float:
         return round(sum(values) / n, 4)
 
-    return {
-        "samples": n,
-        "trials": k_max,
-        "success_rate": mean(s.rate for s in full),
-        "pass_hat": {str(k): mean(pass_hat(k_max, s.correct, k) for s in full) for k in range(1, k_max + 1)},
-        "pass_at": {str(k): mean(pass_at(k_max, s.correct, k) for s in full) for k in range(1, k_max + 1)},
-        "per_trial": {str(t): mean(float(s.outcomes[t - 1]) for s in full) for t in range(1, k_max + 1)},
-        "inconsistent": mean(float(0 < s.correct < s.trials) for s in full),
-    }
+    out: dict[str, Any] = {"samples": n, "trials": k_max, "success_rate": mean(s.rate for s in full)}
+    for measure, k, values in measures(full, k_max):
+        if measure == "inconsistent samples":
+            out["inconsistent"] = mean(values)
+        else:
+            out.setdefault(_KEYS[measure], {})[str(k)] = mean(values)
+    return out
 
 
 def trial_figures(judgments: Sequence[JudgmentRecord]) -> dict[str, Any] | None:
@@ -117,13 +143,4 @@ def trial_figures(judgments: Sequence[JudgmentRecord]) -> dict[str, Any] | None:
     samples = sample_trials(judgments)
     if not samples or max(s.trials for s in samples) < 2:
         return None
-    out: dict[str, Any] = {}
-    for level in (1, 2, 3):
-        for kind, name in (("api", str(level)), ("episode", f"{level}/episodes")):
-            mine = [s for s in samples if s.level == level and s.kind == kind]
-            if mine:
-                out[name] = _figures(mine)
-    calls = [s for s in samples if s.kind == "api"]
-    if calls:
-        out["all"] = _figures(calls)
-    return out
+    return {name: _figures(mine) for name, mine in trial_groups(samples)}
