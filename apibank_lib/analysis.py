@@ -61,6 +61,8 @@ __all__ = [
     "save_table",
     "main_table",
     "compact_main_table",
+    "COST_COLUMNS",
+    "TIMED_COLUMNS",
     "count_column",
     "compare_runs",
     "breakdown",
@@ -250,8 +252,38 @@ def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float 
 # --- the main table ----------------------------------------------------------------------------------
 
 
+COST_COLUMNS = ("tokens in", "tokens out", "s/answer (median)", "s/answer (p90)", "answers/s", "price")
+"""The main table's cost columns (:mod:`apibank_lib.costs`); ``price`` only with a price per million tokens."""
+
+TIMED_COLUMNS = ("s/answer (median)", "s/answer (p90)", "answers/s")
+"""The cost columns measured in seconds: they differ between two runs of the same answers (the machine's speed), so
+a comparison of tables across runs leaves them out."""
+
+
+def _cost_cells(run: ScoredRun, price_per_mtok: tuple[float, float] | None) -> dict[str, Any]:
+    """A run's cost columns, over the answers of the samples it is restricted to."""
+    cost = run_cost(run.folder, price_per_mtok, keys=run.by_key.keys())
+    counted = cost.counted > 0  # a backend that counts no tokens (the reference ones) leaves the columns blank
+    cells: dict[str, Any] = {
+        "tokens in": cost.prompt_tokens if counted else None,
+        "tokens out": cost.completion_tokens if counted else None,
+        "s/answer (median)": cost.median_s,
+        "s/answer (p90)": cost.p90_s,
+        "answers/s": cost.per_s,
+    }
+    if price_per_mtok is not None:
+        cells["price"] = cost.price if counted else None
+    return cells
+
+
 def main_table(
-    runs: Sequence[ScoredRun], *, reported_rows: bool = True, dated: bool = True, n_boot: int = N_BOOT, seed: int = SEED
+    runs: Sequence[ScoredRun],
+    *,
+    reported_rows: bool = True,
+    dated: bool = True,
+    n_boot: int = N_BOOT,
+    seed: int = SEED,
+    price_per_mtok: tuple[float, float] | None = None,
 ) -> pd.DataFrame:
     """The paper's main table: accuracy and ROUGE-L per ability and in total, one row per run.
 
@@ -263,6 +295,11 @@ def main_table(
     steps); ``Total acc``/``Total ROUGE-L`` as described in the module docstring.
     The paper's rows follow, labelled "reported". ``dated=False`` leaves the date out
     (for outputs compared across days).
+
+    What each run cost closes the row (:data:`COST_COLUMNS`, over the answers of the samples the row is about):
+    tokens in and out (blank for a backend that counts none), seconds per answer (median and p90), answers per
+    second of answering time (blank when the folder holds answers the row leaves out, since its time covers them
+    too), and with ``price_per_mtok`` (in, out per million tokens) the price.
     """
     pd = _pandas()
     rows = []
@@ -286,6 +323,7 @@ def main_table(
         total, low, high = _accuracy(api_judgments, n_boot, seed)
         row.update({"Total acc": total, "Total acc low": low, "Total acc high": high, "Total n": len(api_judgments)})
         row["Total ROUGE-L"] = _rouge([j for j in r.judgments if j.kind == "response"], n_boot, seed)[0]
+        row.update(_cost_cells(r, price_per_mtok))
         rows.append(row)
     if reported_rows:
         for model, v in PAPER_MAIN_RESULTS.items():
@@ -297,7 +335,7 @@ def main_table(
             row.update({"Total acc": v["total_acc"], "Total ROUGE-L": v["total_rouge"]})
             rows.append(row)
     table = pd.DataFrame(rows)
-    counts = [c for c in table.columns if c.endswith(" n")]
+    counts = [c for c in table.columns if c.endswith(" n") or c.startswith("tokens ")]
     return table.astype({c: "Int64" for c in counts})  # counts stay whole numbers beside the reported rows' blanks
 
 
@@ -310,7 +348,8 @@ def count_column(accuracy_column: str) -> str:
 
 def compact_main_table(main: Any) -> pd.DataFrame:
     """The main table for reading: one column per ability, accuracy as ``value [low, high] (n=...)`` with ROUGE-L
-    beside.
+    beside; then what the run cost: tokens in / out, seconds per answer (median, with the p90), answers per second
+    and, where the main table has it, the price.
 
     Args:
         main: a table from :func:`main_table`.
@@ -330,6 +369,17 @@ def compact_main_table(main: Any) -> pd.DataFrame:
         value = row.get(column)
         return "" if value is None or value != value else f"{value:.4f}"
 
+    def given(value: Any) -> bool:
+        return value is not None and not pd.isna(value)
+
+    def tokens(row: Any) -> str:
+        t_in, t_out = row.get("tokens in"), row.get("tokens out")
+        return f"{_short_count(t_in)} / {_short_count(t_out)}" if given(t_in) and given(t_out) else ""
+
+    def seconds(row: Any) -> str:
+        median, p90 = row.get("s/answer (median)"), row.get("s/answer (p90)")
+        return f"{median:.2f} (p90 {p90:.2f})" if given(median) and given(p90) else ""
+
     rows = []
     for _, row in main.iterrows():
         errata = row.get("errata", "")
@@ -343,8 +393,26 @@ def compact_main_table(main: Any) -> pd.DataFrame:
         out["Plan+Retrieve+Call episodes"] = acc(row, "Plan+Retrieve+Call episodes")
         out["Total acc"] = acc(row, "Total acc")
         out["Total ROUGE-L"] = rouge(row, "Total ROUGE-L")
+        if "s/answer (median)" in main.columns:
+            out["tokens in / out"] = tokens(row)
+            out["s/answer"] = seconds(row)
+            per_s = row.get("answers/s")
+            out["answers/s"] = f"{per_s:.3f}" if given(per_s) else ""
+        if "price" in main.columns:
+            price = row.get("price")
+            out["price"] = f"{price:.4f}" if given(price) else ""
         rows.append(out)
     return pd.DataFrame(rows)
+
+
+def _short_count(n: Any) -> str:
+    """A token count for reading: ``812``, ``45.3k``, ``1.52M``."""
+    n = int(n)
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.2f}M"
 
 
 def compare_runs(runs: Sequence[ScoredRun], *, price_per_mtok: tuple[float, float] | None = None) -> pd.DataFrame:
@@ -373,7 +441,7 @@ def compare_runs(runs: Sequence[ScoredRun], *, price_per_mtok: tuple[float, floa
         row["empty answers"] = r.metrics.overall.empty_answers
         row["errata"] = r.errata
         row["partial"] = r.metrics.partial
-        cost = run_cost(r.folder, price_per_mtok)
+        cost = run_cost(r.folder, price_per_mtok, keys=r.by_key.keys())
         row.update(
             {
                 "tokens in": cost.prompt_tokens, "tokens out": cost.completion_tokens,

@@ -12,7 +12,7 @@ that does not count leaves them out, and the figures say how many answers they r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -113,6 +113,16 @@ def answering_seconds(folder: RunFolder) -> float | None:
     return float(value) if value is not None else None
 
 
-def run_cost(folder: RunFolder, price_per_mtok: tuple[float, float] | None = None) -> RunCost:
-    """The cost of the answers in ``folder``."""
-    return cost_of(folder.read_predictions().records.values(), answering_seconds(folder), price_per_mtok)
+def run_cost(
+    folder: RunFolder, price_per_mtok: tuple[float, float] | None = None, *, keys: Collection[str] | None = None
+) -> RunCost:
+    """The cost of the answers in ``folder``; with ``keys`` (sample keys, without a trial's ``#t`` suffix), of
+    those samples' answers only.
+
+    The folder's answering time covers every answer it holds, so when ``keys`` leave some out, answers per second
+    is not known (None); the tokens and seconds per answer are the kept answers' own.
+    """
+    records = list(folder.read_predictions().records.values())
+    kept = records if keys is None else [r for r in records if r.key.removesuffix(f"#t{r.trial}") in keys]
+    whole = sum(not r.reused for r in kept) == sum(not r.reused for r in records)
+    return cost_of(kept, answering_seconds(folder) if whole else None, price_per_mtok)

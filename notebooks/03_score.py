@@ -52,6 +52,7 @@ TEMPERATURE = 0.7
 TRIALS_LIMIT = 2  # level-1 API-call samples (apibank reproduce's standard profile: 60)
 N_BOOT = 200  # bootstrap replicates
 SEED = 0
+PRICE_PER_MTOK = None  # (in, out) price per million tokens, e.g. (0.15, 0.60): the main table gains a price column
 PAIRS = [["heuristic", "no-call"]]  # (A, B) pairs to compare
 BREAKDOWN_MODEL = "heuristic"
 
@@ -70,21 +71,26 @@ runs = workbench.saved_runs(MODELS, bench, settings)
 # %% [markdown]
 # ## The main table
 #
-# Every run measured here, and the paper's rows (reported).
+# Every run measured here, and the paper's rows (reported). The last columns say what each run cost: tokens in and
+# out (blank for the reference backends, which count none), seconds per answer (median, with the p90; an episode's
+# answer is all its steps), answers per second of the runner's answering time (blank where the run folder holds
+# answers of other samples too, whose time it cannot tell apart), and with `PRICE_PER_MTOK` the price.
 
 # %%
-main = analysis.main_table(runs, n_boot=N_BOOT, seed=SEED)
+main = analysis.main_table(runs, n_boot=N_BOOT, seed=SEED, price_per_mtok=PRICE_PER_MTOK)
 analysis.save_table(main, "main_table")
 compact = analysis.compact_main_table(main)
 analysis.save_table(compact, "main_table_compact")
 compact
 
 # %% [markdown]
-# The reference backends' rows do not depend on the machine: they are checked when the notebooks are tested.
+# The reference backends' rows do not depend on the machine, less the seconds they took: the rest is checked when
+# the notebooks are tested.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-analysis.main_table(analysis.select(runs, prompt_mode="reference"), dated=False, n_boot=N_BOOT, seed=SEED)
+reference = analysis.main_table(analysis.select(runs, prompt_mode="reference"), dated=False, n_boot=N_BOOT, seed=SEED)
+reference.drop(columns=list(analysis.TIMED_COLUMNS))
 
 # %%
 plots.accuracy_figure(main);

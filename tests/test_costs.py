@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from apibank_lib.analysis import compare_runs, load_runs
+from apibank_lib.analysis import COST_COLUMNS, compact_main_table, compare_runs, load_runs, main_table
 from apibank_lib.backends.scripted import ScriptedBackend
 from apibank_lib.cli import main
 from apibank_lib.costs import cost_of, parse_price, run_cost
@@ -76,3 +77,47 @@ def test_compare_shows_the_cost_and_a_price(bench: Benchmark, tmp_path: Path, ca
     assert main(["compare", str(path), "--price-per-mtok", "0,1000000", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["price"] == table["price"][0]
     assert main(["compare", str(path), "--price-per-mtok", "free"]) != 0
+
+
+def test_a_cost_over_some_samples_counts_only_their_answers(bench: Benchmark, tmp_path: Path) -> None:
+    path = run(
+        RunConfig("scripted", levels=(1,), limit=8, tasks=("api",), out=str(tmp_path / "k")),
+        backend=ScriptedBackend("[GetToday()] now", delay_s=0.01), bench=bench, progress=False,
+    ).path
+    folder = RunFolder(path)
+    records = [r for r in folder.read_predictions().records.values() if not r.reused]
+    whole, some = run_cost(folder), run_cost(folder, keys={r.key for r in records[:3]})
+    assert some.answers == 3 and some.completion_tokens == sum(r.completion_tokens or 0 for r in records[:3]) < whole.completion_tokens
+    assert whole.per_s is not None and some.per_s is None  # the folder's time covers answers left out
+    assert run_cost(folder, keys={r.key for r in records}).per_s == whole.per_s
+
+
+def test_the_main_table_shows_what_each_run_cost(bench: Benchmark, tmp_path: Path) -> None:
+    paths = [
+        run(
+            RunConfig(name, levels=(1,), limit=6, tasks=("api",), out=str(tmp_path / name)),
+            backend=backend, bench=bench, progress=False,
+        ).path
+        for name, backend in (("scripted", ScriptedBackend("[GetToday()] now", delay_s=0.01)), ("oracle", None))
+    ]
+    runs = load_runs(paths)
+    table = main_table(runs, n_boot=20, dated=False, price_per_mtok=(0.0, 1e6)).set_index("model")
+    cost = run_cost(RunFolder(paths[0]))
+    assert table.loc["scripted", "tokens in"] == cost.prompt_tokens and table.loc["scripted", "tokens out"] == cost.completion_tokens
+    assert table.loc["scripted", "s/answer (median)"] == cost.median_s >= 0.01 and table.loc["scripted", "price"] == cost.completion_tokens
+    assert pd.isna(table.loc["oracle", "tokens in"]) and pd.isna(table.loc["oracle", "price"])  # counts no tokens
+    assert table.loc["GPT-4", COST_COLUMNS].isna().all()  # the paper gives no costs
+    compact = compact_main_table(table.reset_index()).set_index("model")
+    assert compact.loc["scripted", "tokens in / out"].endswith(f" / {cost.completion_tokens}")
+    assert compact.loc["scripted", "s/answer"] == f"{cost.median_s:.2f} (p90 {cost.p90_s:.2f})"
+    assert compact.loc["oracle", "tokens in / out"] == "" and compact.loc["GPT-4", "s/answer"] == ""
+    restricted = runs[0].restricted(list(runs[0].by_key)[:2])
+    small = main_table([restricted], reported_rows=False, n_boot=20, dated=False).iloc[0]
+    assert small["answers/s"] is None or pd.isna(small["answers/s"])
+    assert small["tokens out"] < cost.completion_tokens
+
+
+def test_token_counts_read_short() -> None:
+    from apibank_lib.analysis import _short_count
+
+    assert [_short_count(n) for n in (812, 45_300, 1_523_000)] == ["812", "45.3k", "1.52M"]
