@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from apibank_lib.synthesis.agents import (
     slugify,
 )
 from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
-from apibank_lib.synthesis.tester import check_corpus, evaluation_texts
+from apibank_lib.synthesis.tester import NEAR_EVALUATION, check_corpus, evaluation_schemas, evaluation_texts, near_evaluation
 from apibank_lib.tools.registry import toolset_for_level
 
 # --- the scripted world -----------------------------------------------------------------------------
@@ -1667,3 +1668,49 @@ def test_a_retry_with_feedback_says_why_the_try_before_was_refused(tmp_path: Pat
     run_pipeline(_config(tmp_path / "completion", completion, evaluation, retries=1, feedback=True))
     tries = [r.prompt for r in completion.requests if r.prompt.source == "synthesis:dialogues"][:2]
     assert tries[0].text == tries[1].text and tries[0].messages == tries[1].messages
+
+
+HOTEL_RENAMED = (
+    "  - name: HotelBooking\n"
+    '    description: "Book a hotel room for a number of nights at a location."\n'
+    "    input_parameters:\n"
+    '      city: {type: str, description: "The city."}\n'
+    '      nights: {type: int, description: "How many nights."}\n'
+    "    output_parameters:\n"
+    '      booking_id: {type: str, description: "The booking."}\n'
+)
+
+
+def test_an_evaluation_api_under_another_name_is_refused(tmp_path: Path) -> None:
+    # HotelBooking is BookHotel renamed: its name is far enough from the evaluation's names, its search text is not.
+    closest = near_evaluation(parse_apis(textwrap.dedent(HOTEL_RENAMED)), evaluation_schemas())
+    assert list(closest) == ["HotelBooking"] and closest["HotelBooking"][0] == "BookHotel"
+    assert closest["HotelBooking"][1] >= NEAR_EVALUATION
+    assert near_evaluation(parse_apis(KAYAK_APIS), evaluation_schemas()) == {}  # lessons on a lake are nothing the benchmark has
+    path = tmp_path / "case.yaml"
+    booking = (
+        "  - id: k-call-2\n    ability: call\n    turns:\n"
+        '      - user: "Book me two nights in Lyon."\n'
+        "      - api: HotelBooking(city='Lyon', nights=2)\n"
+        '        output: {booking_id: "H-77"}\n'
+        '      - ai: "Booked: H-77."\n'
+    )
+    path.write_text(TESTER_APIS + HOTEL_RENAMED + "dialogues:\n" + GOOD_CALL + booking, encoding="utf-8")
+    report = check_corpus(path)  # the default: the bundled benchmark's names, requests and APIs
+    assert [(r.dialogue_id, r.reason) for r in report.api_rejections] == [("HotelBooking", "api")]
+    assert "HotelBooking is the evaluation API BookHotel under another name" in report.api_rejections[0].message
+    assert [d.id for d in report.accepted] == ["k-call-1"] and [r.dialogue_id for r in report.rejected] == ["k-call-2"]
+    # Given names of its own and no APIs, the check compares names only (as the pipeline does with its own lists).
+    names, requests = evaluation_texts()
+    assert check_corpus(path, evaluation_names=names, evaluation_requests=requests).api_rejections == []
+
+
+def test_the_apis_stage_refuses_an_evaluation_api_under_another_name() -> None:
+    text = yaml.safe_dump(
+        [{"name": "HotelBooking", "description": "Book a hotel room for a number of nights at a location.",
+          "input_parameters": {"city": {"type": "str", "description": "The city."}},
+          "output_parameters": {"booking_id": {"type": "str", "description": "The booking."}}}],
+        sort_keys=False,
+    )
+    _parse_error(lambda: parse_apis(text, evaluation=evaluation_schemas()), "schema", "the evaluation API BookHotel")
+    assert [s.name for s in parse_apis(text)] == ["HotelBooking"]  # without evaluation APIs, names alone

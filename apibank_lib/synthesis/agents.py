@@ -45,7 +45,14 @@ from apibank_lib.errors import DataError
 # `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
 from apibank_lib.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
 from apibank_lib.prompts import Prompt
-from apibank_lib.synthesis.tester import check_dialogue, check_schema, said_in, shared_inputs
+from apibank_lib.synthesis.tester import (
+    check_dialogue,
+    check_schema,
+    near_evaluation,
+    near_evaluation_message,
+    said_in,
+    shared_inputs,
+)
 from apibank_lib.types import ToolSchema
 
 __all__ = [
@@ -480,19 +487,22 @@ def apis_prompt(
     return _prompt("apis", system, user, LEAD, form)
 
 
-def parse_apis(text: str, *, evaluation_names: Iterable[str] = ()) -> list[ToolSchema]:
+def parse_apis(
+    text: str, *, evaluation_names: Iterable[str] = (), evaluation: Sequence[ToolSchema] = ()
+) -> list[ToolSchema]:
     """The APIs of a YAML list (or a mapping whose only key is ``apis``), each accepted by the tester's schema check.
 
     Raises:
         SynthesisParseError: not YAML, not a list of API mappings, unknown keys (``shape``); a
             parameter name that is not an identifier, an API without outputs, a name given twice
             (``value``); a definition :func:`check_schema` refuses, e.g. an evaluation API's name (``schema``);
-            variations on one call (:func:`shared_inputs`, ``value``).
+            an ``evaluation`` API under another name (:func:`near_evaluation`, ``schema``); variations on one call
+            (:func:`shared_inputs`, ``value``).
     """
     data = _load(extract_payload(text, "apis"), "apis")
     if isinstance(data, dict) and set(data) == {"apis"}:
         data = data["apis"]
-    schemas = read_apis(data, "apis", evaluation_names)
+    schemas = read_apis(data, "apis", evaluation_names, evaluation)
     # Only the APIs stage: the few APIs one dialogue uses (the single agent's) may well share their inputs.
     for names, inputs in shared_inputs(schemas):
         taken = ", ".join(inputs) if inputs else "no input"
@@ -504,7 +514,9 @@ def parse_apis(text: str, *, evaluation_names: Iterable[str] = ()) -> list[ToolS
 
 
 
-def read_apis(data: Any, stage: str, evaluation_names: Iterable[str] = ()) -> list[ToolSchema]:
+def read_apis(
+    data: Any, stage: str, evaluation_names: Iterable[str] = (), evaluation: Sequence[ToolSchema] = ()
+) -> list[ToolSchema]:
     """API definitions already loaded (a list of mappings), checked as :func:`parse_apis` does; ``stage`` names
     who wrote them in an error."""
     if not isinstance(data, list) or not data:
@@ -545,6 +557,8 @@ def read_apis(data: Any, stage: str, evaluation_names: Iterable[str] = ()) -> li
         if any(s.name == schema.name for s in out):
             raise SynthesisParseError(stage, "value", f"{schema.name} is defined twice")
         out.append(schema)
+    for name, (closest, score) in near_evaluation(out, evaluation).items():
+        raise SynthesisParseError(stage, "schema", near_evaluation_message(name, closest, score))
     return out
 
 

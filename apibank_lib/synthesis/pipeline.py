@@ -70,7 +70,7 @@ from apibank_lib.synthesis.agents import (
     schema_entry,
     slugify,
 )
-from apibank_lib.synthesis.tester import check_corpus, evaluation_texts, opening
+from apibank_lib.synthesis.tester import check_corpus, evaluation_schemas, evaluation_texts, opening
 from apibank_lib.types import Context, ToolSchema
 
 __all__ = [
@@ -121,7 +121,8 @@ class SynthesisConfig:
         max_tokens: the generation budget of every answer.
         backend_options: options for a backend built from a spec.
         evaluation_names, evaluation_requests: what the corpus must stay apart from
-            (default: the bundled evaluation benchmark's API names and requests).
+            (default: the bundled evaluation benchmark's API names and requests; with the default names, no API
+            may be an evaluation API under another name either, :func:`~apibank_lib.synthesis.tester.near_evaluation`).
         form: how the agents answer (:data:`~apibank_lib.synthesis.agents.FORMS`): ``json``, constrained by each
             stage's JSON Schema (:mod:`apibank_lib.synthesis.schemas`), or ``yaml`` in a fenced block. None: ``json``
             where the backend constrains output (llama.cpp, an OpenAI-compatible server), else ``yaml``.
@@ -410,12 +411,14 @@ class SynthesisRun:
         eval_names: list[str],
         eval_requests: list[str],
         stages: Sequence[str] = STAGES,
+        eval_schemas: Sequence[ToolSchema] = (),
     ) -> None:
         self.config = config
         self.out = Path(config.out)
         self.backend = backend
         self.eval_names = eval_names
         self.eval_requests = eval_requests
+        self.eval_schemas = list(eval_schemas)
         completion = backend.prompt_mode() == "completion"
         # A completion model continues the prompt's opened fence: it writes the block's body,
         # and a closing fence ends it.
@@ -619,7 +622,7 @@ class SynthesisRun:
             n = self.config.apis_per_domain
             prompt = apis_prompt(domain.name, n, self.references(domain) if self.config.lists else [], self.form)
             return self.attempt(
-                "apis", f"apis/{domain.slug}", prompt, lambda t: parse_apis(t, evaluation_names=self.eval_names),
+                "apis", f"apis/{domain.slug}", prompt, lambda t: parse_apis(t, evaluation_names=self.eval_names, evaluation=self.eval_schemas),
                 stage_schemas.apis_schema(n),
             )
 
@@ -763,7 +766,9 @@ class SynthesisRun:
         folder = self.out / "corpus"
         folder.mkdir(parents=True, exist_ok=True)
         paths = self._write_files(folder, accepted, apis)
-        report = check_corpus(paths, evaluation_names=self.eval_names, evaluation_requests=self.eval_requests)
+        report = check_corpus(
+            paths, evaluation_names=self.eval_names, evaluation_requests=self.eval_requests, evaluation=self.eval_schemas
+        )
         # Ids are unique by construction (the domain's slug, the ability, a number), so they identify a rejection.
         refused = {r.dialogue_id: r for r in report.rejected}
         for slot, d in accepted:
@@ -866,6 +871,7 @@ def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequ
         identity["apart_from"] = sorted(str(Path(p)) for p in config.apart_from)
     _check_identity(out, identity)
     names, requests = (config.evaluation_names, config.evaluation_requests)
+    eval_schemas = evaluation_schemas() if names is None else []
     if names is None or requests is None:
         bench_names, bench_requests = evaluation_texts()
         names = bench_names if names is None else names
@@ -876,7 +882,7 @@ def start_run(config: SynthesisConfig, method: str = "multi-agent", stages: Sequ
         names += sorted(report.schemas)
         requests += [opening(d) for d in report.accepted]
         taken = sorted({f.domain for f in report.files})
-    run = SynthesisRun(config, backend, names, requests, stages)
+    run = SynthesisRun(config, backend, names, requests, stages, eval_schemas)
     run.taken_domains = taken
     return run
 

@@ -11,6 +11,7 @@ cost). Its folder has the pipeline's layout with two stages: ``examples`` (the a
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
 from apibank_lib.prompts import Prompt
@@ -113,7 +114,13 @@ class Example:
 
 
 def parse_example(
-    text: str, ability: str, *, number: int, evaluation_names: list[str], defined: set[str]
+    text: str,
+    ability: str,
+    *,
+    number: int,
+    evaluation_names: list[str],
+    defined: set[str],
+    evaluation: Sequence[ToolSchema] = (),
 ) -> Example:
     """The single agent's answer: ``domain``, ``apis`` and ``dialogue``, each read as the pipeline's stages read
     theirs.
@@ -123,6 +130,7 @@ def parse_example(
         ability: the ability asked for.
         number: the example's number (its id is ``<domain slug>-<ability>-<number>``).
         evaluation_names: API names it must not reuse.
+        evaluation: the evaluation APIs none may be under another name (:func:`~apibank_lib.synthesis.tester.near_evaluation`).
         defined: API names earlier examples defined (names are unique in a corpus).
 
     Raises:
@@ -138,7 +146,7 @@ def parse_example(
     domain = data["domain"]
     if not isinstance(domain, str) or len(domain) > 40 or not _DOMAIN.match(domain.strip()):
         raise SynthesisParseError("examples", "value", f"the domain is not a short name: {domain!r}")
-    apis = read_apis(data["apis"], "examples", evaluation_names)
+    apis = read_apis(data["apis"], "examples", evaluation_names, evaluation)
     again = [s.name for s in apis if s.name in defined]
     if again:
         raise SynthesisParseError("examples", "value", f"API {', '.join(again)} was defined by an earlier example")
@@ -181,7 +189,9 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
             "examples",
             f"examples/{number}",
             prompt,
-            lambda t, a=ability, n=number: parse_example(t, a, number=n, evaluation_names=run.eval_names, defined=defined),
+            lambda t, a=ability, n=number: parse_example(
+                t, a, number=n, evaluation_names=run.eval_names, defined=defined, evaluation=run.eval_schemas
+            ),
             schema,
         )
         accepted_answer = run.tally("examples", outcome)
