@@ -320,6 +320,7 @@ def run_episode(
     final: str | None = None
     start = time.perf_counter()
     usage = [0, 0]
+    counted = False  # a backend that counts no tokens (the reference ones) leaves the episode's counts unknown
     for step in range(config.max_steps):
         context = episode.context(tuple(done))
         choice = config.tool_choice if step == 0 else "auto"
@@ -327,6 +328,7 @@ def run_episode(
         comp = backend.complete(_sampled(request, config, trial))
         usage[0] += comp.prompt_tokens or 0
         usage[1] += comp.completion_tokens or 0
+        counted = counted or comp.prompt_tokens is not None or comp.completion_tokens is not None
         if mode == "chat":
             parsed = parse_tool_calls(comp.text, comp.raw_tool_calls or None)
             call, error = parsed.first, parsed.failure
@@ -353,8 +355,8 @@ def run_episode(
         output=final,
         steps=steps,
         stopped="answered" if final is not None else "step limit",
-        prompt_tokens=usage[0],
-        completion_tokens=usage[1],
+        prompt_tokens=usage[0] if counted else None,
+        completion_tokens=usage[1] if counted else None,
         latency_s=round(time.perf_counter() - start, 4),
     )
 

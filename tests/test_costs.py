@@ -121,3 +121,12 @@ def test_token_counts_read_short() -> None:
     from apibank_lib.analysis import _short_count
 
     assert [_short_count(n) for n in (812, 45_300, 1_523_000)] == ["812", "45.3k", "1.52M"]
+
+
+def test_an_episode_of_a_backend_that_counts_no_tokens_has_no_counts(bench: Benchmark, tmp_path: Path) -> None:
+    path = run(
+        RunConfig("oracle", levels=(3,), limit=2, level3="loop", out=str(tmp_path / "e")), bench=bench, progress=False
+    ).path
+    episodes = [r for r in RunFolder(path).read_predictions().records.values() if r.kind == "episode"]
+    assert episodes and all(r.prompt_tokens is None and r.completion_tokens is None for r in episodes)
+    assert run_cost(RunFolder(path)).counted == 0
