@@ -1687,6 +1687,13 @@ def test_an_evaluation_api_under_another_name_is_refused(tmp_path: Path) -> None
     assert list(closest) == ["HotelBooking"] and closest["HotelBooking"][0] == "BookHotel"
     assert closest["HotelBooking"][1] >= NEAR_EVALUATION
     assert near_evaluation(parse_apis(KAYAK_APIS), evaluation_schemas()) == {}  # lessons on a lake are nothing the benchmark has
+    # A wordier description brings the search text below the threshold; the name alone still gives it away.
+    wordy = HOTEL_RENAMED.replace(
+        "Book a hotel room for a number of nights at a location.",
+        "This API allows users to book hotels based on various criteria such as location, type of hotel, check-in date,"
+        " check-out date, and number of guests.",
+    )
+    assert near_evaluation(parse_apis(textwrap.dedent(wordy)), evaluation_schemas())["HotelBooking"][0] == "BookHotel"
     path = tmp_path / "case.yaml"
     booking = (
         "  - id: k-call-2\n    ability: call\n    turns:\n"

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Iterable
@@ -328,12 +328,13 @@ def shared_inputs(schemas: Iterable[ToolSchema]) -> list[tuple[list[str], tuple[
 
 
 NEAR_EVALUATION = 0.7
-"""Cosine similarity of two APIs' search texts (the evaluation's embedding search: the split name and the
-description) from which a new API counts as an evaluation API under another name. Measured on 2026-12-04 against
-the 75 evaluation APIs: the 360 hand-written APIs come at most to 0.666 (``CancelVetVisit`` and
-``CancelRegistration``: two cancellations, of different things); of the 123 model-made ones the tester accepted,
-``HotelBooking`` comes to 0.808 (``BookHotel``) and ``GetWeatherForecast`` to 0.718 (``GetWeatherForCoordinates``),
-and the next to 0.599."""
+"""Cosine similarity, with the evaluation's embedding model, from which a new API counts as an evaluation API under
+another name: of their search texts (the split name and the description, what the evaluation's search compares) or
+of their split names alone. Measured on 2026-12-04 against the 75 evaluation APIs: the 360 hand-written APIs come at
+most to 0.666 either way (search texts: ``CancelVetVisit`` and ``CancelRegistration``; names: ``CancelTimeOffRequest``
+and ``CancelTimedSwitch``). Of the model-made ones, ``HotelBooking`` comes to 0.808 (``BookHotel``) by search text,
+and to 0.807 by name when a wordier description brings its search text down to 0.661; ``GetWeatherForecast`` 0.718
+(``GetWeatherForCoordinates``) by search text; ``UserInformation`` 0.737 (``AccountInfo``) by name."""
 
 
 def evaluation_schemas() -> list[ToolSchema]:
@@ -357,21 +358,28 @@ def near_evaluation(
     embedder: Any = None,
 ) -> dict[str, tuple[str, float]]:
     """The APIs among ``schemas`` that are an ``evaluation`` API under another name: for each, the evaluation API
-    whose search text is closest to its own and their cosine similarity, where that is at least ``threshold``
-    (:data:`NEAR_EVALUATION`).
+    closest to it and their cosine similarity, where that is at least ``threshold`` (:data:`NEAR_EVALUATION`) by
+    search text or by name alone (the higher of the two is given).
 
     Names alone miss a copy renamed (``HotelBooking`` for ``BookHotel``); this compares what the evaluation's search
-    compares, with the same embedding model (``embedder``, default the packaged one).
+    compares, with the same embedding model (``embedder``, default the packaged one), and the names on their own, so
+    that a long description does not hide a copied name.
     """
     from apibank_lib.search import default_searcher, search_text
 
     schemas, evaluation = list(schemas), list(evaluation)
     if not schemas or not evaluation:
         return {}
-    index = default_searcher(evaluation, embedder)
+    by_text = default_searcher(evaluation, embedder)
+    # An empty description leaves the split name as the search text.
+    by_name = default_searcher([replace(e, description="") for e in evaluation], embedder)
     out: dict[str, tuple[str, float]] = {}
     for s in schemas:
-        closest, score = index.search(search_text(s), k=1)[0]
+        found = [
+            by_text.search(search_text(s), k=1)[0],
+            by_name.search(search_text(replace(s, description="")), k=1)[0],
+        ]
+        closest, score = max(found, key=lambda hit: hit[1])
         if score >= threshold:
             out[s.name] = (closest.name, round(score, 3))
     return out
@@ -379,7 +387,7 @@ def near_evaluation(
 
 def near_evaluation_message(name: str, closest: str, score: float) -> str:
     """Why :func:`near_evaluation` refuses an API, in the tester's words."""
-    return f"{name} is the evaluation API {closest} under another name (search similarity {score:.2f} >= {NEAR_EVALUATION})"
+    return f"{name} is the evaluation API {closest} under another name (similarity {score:.2f} >= {NEAR_EVALUATION})"
 
 
 # --- dialogue checks ---------------------------------------------------------------------------------
