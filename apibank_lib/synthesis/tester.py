@@ -8,7 +8,7 @@ The checks follow the data standards of the paper's tester, made explicit:
   is a placeholder person (``John Doe``).
 * ``api``: every called API is defined (``ToolSearcher`` is the one shared
   API), with a CamelCase name that is not an evaluation API's (or a near copy),
-  that is not an evaluation API under another name (its search text as close to
+  that is not an evaluation API under another name (its search text or its name as close to
   one as a rename, :func:`near_evaluation`), and is not one of three or more
   APIs of its domain that take the same inputs (variations on one call,
   :func:`shared_inputs`).
