@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.costs import run_cost
+from apibank_lib.costs import RunCost, run_cost
 from apibank_lib.datasets import Benchmark, load_benchmark, statistics
 from apibank_lib.errors import ConfigError
 from apibank_lib.grading import replay
@@ -260,9 +260,14 @@ TIMED_COLUMNS = ("s/answer (median)", "s/answer (p90)", "answers/s")
 a comparison of tables across runs leaves them out."""
 
 
+def _cost(run: ScoredRun, price_per_mtok: tuple[float, float] | None) -> RunCost:
+    """What a run cost, over the answers of the samples it is restricted to (read once, with the run)."""
+    return run_cost(run.folder, price_per_mtok, keys=run.by_key.keys(), records=run.predictions.values())
+
+
 def _cost_cells(run: ScoredRun, price_per_mtok: tuple[float, float] | None) -> dict[str, Any]:
     """A run's cost columns, over the answers of the samples it is restricted to."""
-    cost = run_cost(run.folder, price_per_mtok, keys=run.by_key.keys())
+    cost = _cost(run, price_per_mtok)
     counted = cost.counted > 0  # a backend that counts no tokens (the reference ones) leaves the columns blank
     cells: dict[str, Any] = {
         "tokens in": cost.prompt_tokens if counted else None,
@@ -441,7 +446,7 @@ def compare_runs(runs: Sequence[ScoredRun], *, price_per_mtok: tuple[float, floa
         row["empty answers"] = r.metrics.overall.empty_answers
         row["errata"] = r.errata
         row["partial"] = r.metrics.partial
-        cost = run_cost(r.folder, price_per_mtok, keys=r.by_key.keys())
+        cost = _cost(r, price_per_mtok)
         row.update(
             {
                 "tokens in": cost.prompt_tokens, "tokens out": cost.completion_tokens,

@@ -114,15 +114,20 @@ def answering_seconds(folder: RunFolder) -> float | None:
 
 
 def run_cost(
-    folder: RunFolder, price_per_mtok: tuple[float, float] | None = None, *, keys: Collection[str] | None = None
+    folder: RunFolder,
+    price_per_mtok: tuple[float, float] | None = None,
+    *,
+    keys: Collection[str] | None = None,
+    records: Iterable[PredictionRecord] | None = None,
 ) -> RunCost:
     """The cost of the answers in ``folder``; with ``keys`` (sample keys, without a trial's ``#t`` suffix), of
     those samples' answers only.
 
     The folder's answering time covers every answer it holds, so when ``keys`` leave some out, answers per second
-    is not known (None); the tokens and seconds per answer are the kept answers' own.
+    is not known (None); the tokens and seconds per answer are the kept answers' own. ``records``: the folder's
+    answers, when the caller has already read them (a scored run's ``predictions``).
     """
-    records = list(folder.read_predictions().records.values())
+    records = list(folder.read_predictions().records.values() if records is None else records)
     kept = records if keys is None else [r for r in records if r.key.removesuffix(f"#t{r.trial}") in keys]
     whole = sum(not r.reused for r in kept) == sum(not r.reused for r in records)
     return cost_of(kept, answering_seconds(folder) if whole else None, price_per_mtok)

@@ -342,11 +342,10 @@ def evaluation_schemas() -> list[ToolSchema]:
     from apibank_lib.tools.registry import toolset_for_level
 
     out: dict[str, ToolSchema] = {}
-    for level in (1, 3):
-        tools = toolset_for_level(level)
-        for name in tools:
-            if name != SEARCHER and name not in out:
-                out[name] = tools.schema(name)
+    for level in (1, 3):  # where both tool sets have an API, the level-1 one (AddMeeting, QueryMeeting, Calculator)
+        for schema in toolset_for_level(level).schemas():
+            if schema.name != SEARCHER:
+                out.setdefault(schema.name, schema)
     return [out[n] for n in sorted(out)]
 
 
@@ -365,7 +364,7 @@ def near_evaluation(
     compares, with the same embedding model (``embedder``, default the packaged one), and the names on their own, so
     that a long description does not hide a copied name.
     """
-    from apibank_lib.search import default_searcher, search_text
+    from apibank_lib.search import default_searcher, search_text, split_camel
 
     schemas, evaluation = list(schemas), list(evaluation)
     if not schemas or not evaluation:
@@ -377,7 +376,7 @@ def near_evaluation(
     for s in schemas:
         found = [
             by_text.search(search_text(s), k=1)[0],
-            by_name.search(search_text(replace(s, description="")), k=1)[0],
+            by_name.search(split_camel(s.name), k=1)[0],
         ]
         closest, score = max(found, key=lambda hit: hit[1])
         if score >= threshold:
