@@ -980,6 +980,9 @@ TESTER_CASES = [
         _variant("for Lea Marti.", "for John Doe.", PLAN),
     ),
     ("format", "turn 1: the user is a placeholder person ('JohnDoe')", _variant("Is there a lesson", "As JohnDoe: is there a lesson")),
+    ("format", "turn 1: the user gives a placeholder ('Student B')", _variant("for Tom Reyes.", "for Student B.", RETRIEVE)),
+    ("format", "the requirement: the user gives a placeholder ('path/to/')", _variant("for Lea Marti.", "for Lea Marti; her form is at path/to/form.pdf.", PLAN)),
+    ("format", "turn 1: the user gives a placeholder ('a sample student')", _variant("for Tom Reyes.", "for a sample student.", RETRIEVE)),
     ("format", "ends on an API call", GOOD_CALL.split("      - ai:")[0]),
     ("format", "write exactly one of user:, ai:, or api:", _variant('- ai: "Lesson', '- assistant: "Lesson')),
     ("format", "missing id", _variant("  - id: k-call-1\n    ability", "  - ability")),
@@ -1089,6 +1092,13 @@ def test_the_tester_rejects(
     r = report.rejected[0]
     assert r.reason == reason and words in r.message, str(r)
     assert "case.yaml: dialogue #1" in r.where
+
+
+@pytest.mark.parametrize("words", ["I am in Hall B. Is there a lesson", "Is there a lesson (I do a lesson a day)", "Is there a lesson for my Plan B"])
+def test_the_tester_lets_real_lettered_names_pass(tmp_path: Path, evaluation: tuple[list[str], list[str]], words: str) -> None:
+    """A lettered stand-in is a generic noun and a capital (``Student B``); a real place or phrase is not one."""
+    report = _judge_one(tmp_path, _variant("Is there a lesson", words), evaluation)
+    assert [d.id for d in report.accepted] == ["k-call-1"], report.rejected
 
 
 PHOTO_APIS = """domain: Photo editing

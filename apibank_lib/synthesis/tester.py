@@ -415,13 +415,23 @@ def _check_turns(d: CorpusDialogue) -> str | None:
 _API_WORD = re.compile(r"\b(call|calling|use|using|invoke|via|through|from)\s+(the\s+)?([\w-]+\s+){0,2}APIs?\b", re.IGNORECASE)
 """A user who dictates the means ("call the booking API"); "the API reference" is a topic and passes."""
 _PLACEHOLDER_PERSON = re.compile(r"\b(john|jane)[ _]?doe\b", re.IGNORECASE)
+_PLACEHOLDER_THING = re.compile(
+    r"\b(?i:project|actor|teacher|student|person|user|customer|client|patient|employee|staff|member|contact|product"
+    r"|item|company|location|facility|task|event|course|document|file|sample|boat|garden)\s+[A-H](?![\w'’-]|\.\w)"
+    r"|(?i:\bpath/to/|\ba sample [a-z]+\b)"
+)
+"""A thing that holds a value's place in what the user says: a lettered stand-in (``Project A``, ``Actor B``: the
+letter must be a capital, so "a project a day" passes), a documentation path (``path/to/image.jpg``), ``a sample
+textile``. Found in the fourth generation's review (2026-12-04); a real ``Hall B`` or ``Terminal C`` is not a
+generic noun and passes."""
 _WORD_TOKEN = re.compile(r"\w+")
 
 
 def _check_user_words(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> str | None:
     """The user asks for what they want in their own words: no user turn (or plan requirement) names an API or
-    says "API" (a user who dictates the calls teaches nothing about choosing them), or is a placeholder person
-    (``John Doe``: a slot, not a user). Found in a model-made generation's review (2026-12-04)."""
+    says "API" (a user who dictates the calls teaches nothing about choosing them), is a placeholder person
+    (``John Doe``: a slot, not a user) or gives a placeholder thing (``Project A``, ``path/to/image.jpg``). Found in
+    a model-made generation's review (2026-12-04)."""
     said = [(f"turn {i + 1}", t.text or "") for i, t in enumerate(d.turns) if t.role == "user"]
     said += [("the requirement", d.requirement or "")]
     for where, text in said:
@@ -434,6 +444,9 @@ def _check_user_words(d: CorpusDialogue, schemas: dict[str, ToolSchema]) -> str 
         person = _PLACEHOLDER_PERSON.search(text)
         if person:
             return f"{where}: the user is a placeholder person ({person.group(0)!r}), not someone real"
+        thing = _PLACEHOLDER_THING.search(text)
+        if thing:
+            return f"{where}: the user gives a placeholder ({thing.group(0)!r}) where a real value belongs"
     return None
 
 
