@@ -1052,7 +1052,7 @@ def training_statistics_table(
     by = {a: sum(1 for d in accepted if d.ability == a) for a in ("call", "retrieve_call", "plan_retrieve_call")}
     turns = sum(1 if d.ability == "plan_retrieve_call" else sum(t.role == "user" for t in d.turns) for d in accepted)
     calls = [sum(1 for t in d.api_turns if t.call and t.call.name != "ToolSearcher") for d in accepted]
-    used = {t.call.name for d in accepted for t in d.api_turns if t.call and t.call.name != "ToolSearcher"}
+    used = report.called
     examples = examples if examples is not None else examples_from_corpus(report)
     p = PAPER_CORPUS["training"]
     rows = [

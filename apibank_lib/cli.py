@@ -553,7 +553,7 @@ def cmd_check_train(args: argparse.Namespace) -> int:
         c = report.counts()
         print(
             f"{c['accepted']} of {c['dialogues']} dialogues accepted ({100 * c['rejection_rate']:.1f}% rejected), "
-            f"{c['apis']} APIs in {c['domains']} domains; by ability: "
+            f"{c['apis']} APIs in {c['domains']} domains ({c['apis_called']} called by accepted dialogues); by ability: "
             + ", ".join(f"{a} {n}" for a, n in c["accepted_by_ability"].items())
         )
         if report.rejected:

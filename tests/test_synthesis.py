@@ -1094,6 +1094,14 @@ def test_the_tester_rejects(
     assert "case.yaml: dialogue #1" in r.where
 
 
+def test_a_report_counts_the_apis_its_accepted_dialogues_call(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:
+    """A corpus covers the APIs its accepted dialogues call, not every API its files define."""
+    report = _judge_one(tmp_path, GOOD_CALL + RETRIEVE, evaluation)
+    assert report.counts()["apis"] == 3 and report.called == {"FindKayakLessons", "BookKayakLesson"}
+    only_call = _judge_one(tmp_path, GOOD_CALL, evaluation)
+    assert only_call.called == {"FindKayakLessons"} and only_call.counts()["apis_called"] == 1
+
+
 @pytest.mark.parametrize("words", ["I am in Hall B. Is there a lesson", "Is there a lesson (I do a lesson a day)", "Is there a lesson for my Plan B"])
 def test_the_tester_lets_real_lettered_names_pass(tmp_path: Path, evaluation: tuple[list[str], list[str]], words: str) -> None:
     """A lettered stand-in is a generic noun and a capital (``Student B``); a real place or phrase is not one."""

@@ -283,6 +283,7 @@ def test_the_training_corpus_passes_the_tester_and_is_large_enough() -> None:
     counts = report.counts()
     assert counts["rejected"] == 0 and counts["apis_rejected"] == 0, [str(r) for r in report.rejected[:5]]
     assert counts["accepted"] >= 800 and counts["apis"] >= 300 and counts["domains"] >= 50
+    assert counts["apis_called"] == counts["apis"]  # every hand-written API is called by some dialogue
     assert len(examples_from_corpus(report)) >= 3000
 
 

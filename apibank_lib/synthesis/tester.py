@@ -178,6 +178,12 @@ class CheckReport:
         return {name: f.domain for f in self.files for name in f.schemas}
 
     @property
+    def called(self) -> set[str]:
+        """The APIs the accepted dialogues call (searches left out): a corpus covers these, not every API its files
+        define, since a domain's API that no accepted dialogue calls teaches nothing."""
+        return {t.call.name for d in self.accepted for t in d.api_turns if t.call and t.call.name != SEARCHER}
+
+    @property
     def total(self) -> int:
         """Dialogues judged."""
         return len(self.accepted) + len(self.rejected)
@@ -194,6 +200,7 @@ class CheckReport:
             "files": len(self.files),
             "domains": len({f.domain for f in self.files}),
             "apis": len(self.schemas),
+            "apis_called": len(self.called),
             "apis_rejected": len(self.api_rejections),
             "dialogues": self.total,
             "accepted": len(self.accepted),
