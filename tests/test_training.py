@@ -172,6 +172,19 @@ def test_an_adapters_digest_follows_its_bytes(tmp_path: Path) -> None:
     assert adapter_digest(str(tmp_path)) != first
 
 
+def test_an_adapters_target_modules_are_written_in_one_order(tmp_path: Path) -> None:
+    from apibank_lib.training.base import sort_target_modules
+
+    # PEFT writes its set of modules in the order of the run's string hashes: two runs, two orders.
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"r": 16, "target_modules": ["v_proj", "q_proj", "down_proj"]}, indent=2))
+    second.write_text(json.dumps({"target_modules": ["down_proj", "v_proj", "q_proj"], "r": 16}))
+    sort_target_modules(first)
+    sort_target_modules(second)
+    assert first.read_bytes() == second.read_bytes()
+    assert json.loads(first.read_text())["target_modules"] == ["down_proj", "q_proj", "v_proj"]
+
+
 def test_check_train_exit_codes_and_counts(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-train", str(corpus), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from apibank_lib.errors import ConfigError
 from apibank_lib.training.export import TrainingExample
 
-__all__ = ["TrainConfig", "TrainResult", "publish", "tokenize_example", "training_order", "write_record"]
+__all__ = ["TrainConfig", "TrainResult", "publish", "sort_target_modules", "tokenize_example", "training_order", "write_record"]
 
 
 @dataclass
@@ -183,6 +183,7 @@ def publish(tmp: Path, folder: Path, method: str) -> None:
     if method == "lora":
         # PEFT writes a generic model-card template; models/README.md describes our adapters instead.
         (tmp / "README.md").unlink(missing_ok=True)
+        sort_target_modules(tmp / "adapter_config.json")
         # Ship the adapter in float16: half the bytes, and loaders cast it back to the model's dtype.
         from safetensors.torch import load_file, save_file
 
@@ -191,6 +192,19 @@ def publish(tmp: Path, folder: Path, method: str) -> None:
     if folder.exists():
         shutil.rmtree(folder)
     tmp.rename(folder)
+
+
+def sort_target_modules(config_file: Path) -> None:
+    """Write an adapter configuration's ``target_modules`` in sorted order.
+
+    PEFT keeps them as a set and writes it in the order of that run's string hashes, so two trainings on the same
+    data and seed would write different bytes, and an adapter's digest (part of a run folder's identity) would
+    differ with them.
+    """
+    cfg = json.loads(config_file.read_text())
+    if isinstance(cfg.get("target_modules"), list):
+        cfg["target_modules"] = sorted(cfg["target_modules"])
+        config_file.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
 def training_order(config: TrainConfig, n: int) -> list[int]:
