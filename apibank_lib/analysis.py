@@ -284,7 +284,7 @@ def _cost_cells(run: ScoredRun, price_per_mtok: tuple[float, float] | None) -> d
 def main_table(
     runs: Sequence[ScoredRun],
     *,
-    reported_rows: bool = True,
+    reported_rows: bool | None = None,
     dated: bool = True,
     n_boot: int = N_BOOT,
     seed: int = SEED,
@@ -292,14 +292,16 @@ def main_table(
 ) -> pd.DataFrame:
     """The paper's main table: accuracy and ROUGE-L per ability and in total, one row per run.
 
-    Columns: the run's labels, ``source`` ("measured here" or "reported"), ``date``,
+    Columns: the run's labels (model, prompt mode, protocol, data), ``subset`` (which samples: ``all``, or a
+    limit's size, draw and seed), ``source`` ("measured here" or "reported"), ``date``,
     then per ability ``<Ability> acc`` with ``... low``/``... high`` (95% interval), ``<Ability> n`` (the
     API-call samples it is over) and ``<Ability> ROUGE-L``; ``Plan+Retrieve+Call episodes`` is the agent-loop
     success rate when the run has episodes (the paper's level-3 accuracy counts
     items, which the episodes measure; the step accuracy counts teacher-forced
     steps); ``Total acc``/``Total ROUGE-L`` as described in the module docstring.
-    The paper's rows follow, labelled "reported". ``dated=False`` leaves the date out
-    (for outputs compared across days).
+    The paper's rows follow, labelled "reported", when ``reported_rows`` is True or, by default, when every run is
+    on an official release (the data the paper measured on; beside our bundled benchmark its figures would read as
+    comparable). ``dated=False`` leaves the date out (for outputs compared across days).
 
     What each run cost closes the row (:data:`COST_COLUMNS`, over the answers of the samples the row is about):
     tokens in and out (blank for a backend that counts none), seconds per answer (median and p90), answers per
@@ -309,7 +311,7 @@ def main_table(
     pd = _pandas()
     rows = []
     for r in runs:
-        row: dict[str, Any] = {**r.labels(), "source": "measured here", "errata": r.errata}
+        row: dict[str, Any] = {**r.labels(), "subset": r.subset, "source": "measured here", "errata": r.errata}
         if dated:
             row["date"] = r.date
         for level, ability in ABILITIES.items():
@@ -330,9 +332,13 @@ def main_table(
         row["Total ROUGE-L"] = _rouge([j for j in r.judgments if j.kind == "response"], n_boot, seed)[0]
         row.update(_cost_cells(r, price_per_mtok))
         rows.append(row)
+    if reported_rows is None:
+        # The paper's figures were measured on the official release: beside runs on other data (our bundled
+        # benchmark) they would read as comparable, and they are not.
+        reported_rows = bool(runs) and all(r.info.official_release for r in runs)
     if reported_rows:
         for model, v in PAPER_MAIN_RESULTS.items():
-            row = {"model": model, "prompt mode": "", "protocol": "", "data": "API-Bank (paper)", "source": "reported"}
+            row = {"model": model, "prompt mode": "", "protocol": "", "data": "API-Bank (paper)", "subset": "", "source": "reported"}
             for level, ability in ABILITIES.items():
                 # The paper's level-3 accuracy counts solved items, which our episodes measure, not steps.
                 row[f"{ability} acc" if level < 3 else "Plan+Retrieve+Call episodes"] = v[f"l{level}_acc"]
@@ -389,7 +395,8 @@ def compact_main_table(main: Any) -> pd.DataFrame:
     for _, row in main.iterrows():
         errata = row.get("errata", "")
         out = {
-            "model": row["model"], "source": row["source"], "protocol": row.get("protocol", ""),
+            "model": row["model"], "data": row.get("data", ""), "subset": row.get("subset", ""), "source": row["source"],
+            "protocol": row.get("protocol", ""),
             "errata": "" if errata != errata else errata,  # NaN on the reported rows
         }
         for ability in ABILITIES.values():
@@ -668,8 +675,14 @@ def error_counts(runs: Sequence[ScoredRun], *, mapped: bool = True) -> pd.DataFr
 
 
 def failure_examples(run: ScoredRun, *, per_category: int = 2) -> pd.DataFrame:
-    """The first few wrong API calls of each error category: the gold API, the call made, why it is wrong."""
+    """The first few wrong API calls of each error category: the gold API, the call made, why it is wrong.
+
+    A run on an official release gets a one-line note instead: a call repeats the release's values (names,
+    tokens, dates), and a release's text stays out of the tables this project commits.
+    """
     pd = _pandas()
+    if run.info.official_release:
+        return pd.DataFrame({"note": ["examples are not shown for a release: its dialogues' values stay out of saved tables"]})
     taken: dict[str, int] = defaultdict(int)
     rows = []
     for j in run.judgments:

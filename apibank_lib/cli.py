@@ -330,13 +330,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from apibank_lib.runner import run
     from apibank_lib.runs import RunConfig, RunFolder
     from apibank_lib.scoring import OtherVersion, score_run
+    from apibank_lib.subsets import FIRST, RANDOM
 
     config = RunConfig(
         model=args.model,
         levels=tuple(args.level) if args.level else (1, 2, 3),
         protocol=args.protocol,
         data=args.data,
-        limit=args.limit,
+        limit=args.first if args.first is not None else args.limit,
+        draw=FIRST if args.first is not None else RANDOM,
+        subset_seed=args.subset_seed,
         out=args.out,
         concurrency=args.concurrency,
         seed=args.seed,
@@ -637,6 +640,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         data["sources"] = [list(group) for group in args.source]  # absent otherwise, as in older training.json files
     if args.prompt_modes:
         data["modes"] = args.prompt_modes  # absent otherwise, so older training.json files read the same
+    if args.api_order != "appearance":
+        data["api_order"] = args.api_order  # absent for the default, so older training.json files read the same
     config = TrainConfig(
         out=args.out, model=args.model, method=args.method, rank=args.rank, alpha=args.alpha, lr=args.lr, epochs=args.epochs,
         accumulate=args.accumulate, warmup=args.warmup, max_len=args.max_len, seed=args.seed, threads=args.threads, max_steps=args.max_steps,
@@ -780,7 +785,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--level", type=int, choices=[1, 2, 3], action="append", help="repeat for several levels (default: all)"
     )
-    p.add_argument("--limit", type=int, default=None, help="at most N samples (level-3 episodes) per level")
+    subset = p.add_mutually_exclusive_group()
+    subset.add_argument(
+        "--limit", type=int, default=None,
+        help="about N samples (level-3 episodes) per level: whole dialogues drawn at random, stratified by their "
+        "first API, the same for every model given the same --subset-seed",
+    )
+    subset.add_argument(
+        "--first", type=int, default=None, metavar="N",
+        help="the first N samples per level in file order (for debugging: files sort by API name, so they are no sample)",
+    )
+    p.add_argument("--subset-seed", type=int, default=0, help="the seed of --limit's draw (default 0)")
     p.add_argument(
         "--out",
         default=None,
@@ -904,7 +919,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--source", nargs="+", action="append", metavar="PATH",
         help="a group of corpus paths; with several --source groups, each gives an equal share of --examples "
-        "(e.g. hand-written against model-made, half and half)",
+        "(e.g. AI-written against model-made, half and half)",
     )
     p.add_argument("--format", choices=("corpus", "toolalpaca"), default="corpus", help="toolalpaca: ToolAlpaca training files")
     p.add_argument("--out", required=True, help="output folder: adapter, checkpoint (resumes), loss.csv, training.json")
@@ -928,6 +943,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--init-adapter", default=None, help="continue training this LoRA adapter folder (a second stage)")
+    p.add_argument(
+        "--api-order", choices=("appearance", "shuffled"), default="appearance",
+        help="the order each prompt describes its APIs in: first call first, or a seeded shuffle per sample (so "
+        "that the model cannot learn to call the first API described)",
+    )
     p.add_argument("--engine", choices=("trl", "loop"), default="trl", help="trl: TRL's SFTTrainer (Accelerate); loop: the single-device reference loop")
     p.add_argument("--save-every", type=int, default=20, help="optimiser steps between checkpoints")
     p.add_argument("--json", action="store_true")

@@ -29,6 +29,7 @@ __all__ = [
     "training_loss_figure",
     "retrieval_figure",
     "retriever_accuracy_figure",
+    "transfer_figure",
     "save",
 ]
 
@@ -103,7 +104,9 @@ def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | 
     ax.set_xticks(range(len(columns)), labels)
     ax.set_ylabel("API-call accuracy (%)")
     ax.set_ylim(0, 105)
-    ax.set_title("API-call accuracy by ability (bars: measured here, 95% CI; markers: reported by the paper)")
+    data = ", ".join(dict.fromkeys(str(d) for d in measured.get("data", []))) or "the data"
+    markers_said = "; markers: reported by the paper on the whole release" if len(reported) else ""
+    ax.set_title(f"API-call accuracy by ability on {data} (bars: measured, 95% CI{markers_said})", fontsize=9)
     ax.text(0.0, -0.16, "n: API-call samples per ability and in total", transform=ax.transAxes, fontsize=7)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, name, directory)
@@ -363,5 +366,39 @@ def retriever_accuracy_figure(
     ax.set_ylim(0, 105)
     ax.set_title("Levels 2 and 3 graded with each retriever (measured here, 95% CI over dialogues)")
     ax.legend(fontsize=8, title="retriever", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    save(fig, name, directory)
+    return fig
+
+
+def transfer_figure(
+    table: Any, sources: list[str], *, name: str = "transfer", directory: str | Path | None = None
+) -> Figure:
+    """Each model's API-call accuracy per level on each data source (a :func:`apibank_lib.transfer.transfer_table`),
+    with 95% intervals: one panel per level, one bar per model and source."""
+    plt = _plt()
+    levels = sorted(int(v) for v in table["level"].unique()) if len(table) else []
+    fig, axes = plt.subplots(1, max(1, len(levels)), figsize=(4.2 * max(1, len(levels)), 4.2), squeeze=False)
+    for ax, level in zip(axes[0], levels):
+        part = table[table["level"] == level].reset_index(drop=True)
+        width = 0.8 / max(1, len(sources))
+        for k, source in enumerate(sources):
+            values = part[f"{source} acc"].astype(float)
+            bounds = part[f"{source} interval"].fillna("").str.strip("[]").str.split(", ")
+            lows = [float(b[0]) if len(b) == 2 else float("nan") for b in bounds]
+            highs = [float(b[1]) if len(b) == 2 else float("nan") for b in bounds]
+            err = [
+                [max(0.0, v - lo) if v == v and lo == lo else 0.0 for v, lo in zip(values, lows)],
+                [max(0.0, hi - v) if v == v and hi == hi else 0.0 for v, hi in zip(values, highs)],
+            ]
+            xs = [i + (k - (len(sources) - 1) / 2) * width for i in range(len(part))]
+            ax.barh(xs, values.fillna(0.0), height=width * 0.95, xerr=err, capsize=2, label=source)
+        ax.set_yticks(range(len(part)), [str(m) for m in part["model"]], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 105)
+        ax.set_xlabel("API-call accuracy (%)")
+        ax.set_title(f"Level {level}: {ABILITIES[level]}", fontsize=9)
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("The same models on each data source (95% CI, dialogues resampled)", fontsize=10)
+    fig.tight_layout()
     save(fig, name, directory)
     return fig

@@ -39,9 +39,11 @@ QUICK_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:qwen2.5-coder-0.5b")
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         # `make reproduce` from a fresh clone within about 20 minutes on 2 cores: the reference backends on every
-        # sample (they cost nothing), and the 0.5B instruct model on the first 60 API-call samples of each level (an
+        # sample (they cost nothing), and the 0.5B instruct model on about 60 API-call samples of each level (an
         # interval's worth, about 3 s each), 5 replies per level and 4 agent episodes. Notebook 05 trains nothing
-        # and answers 10 level-1 API-call samples per adapter. The other models' rows come from `standard`.
+        # and answers 10 level-1 API-call samples per adapter. The other models' rows come from `standard`. Every
+        # limit draws whole dialogues at random (seed SUBSET_SEED, stratified by first API; apibank_lib.subsets),
+        # the same for every model, never the first samples of the files.
         "MODELS": list(QUICK_MODELS),
         "LIMIT": None,
         "KIND_LIMITS": {"response": 5, "episodes": 4},
@@ -51,20 +53,22 @@ PROFILES: dict[str, dict[str, Any]] = {
         "CALL_LIMIT": 10,
         "REPLY_LIMIT": 3,
         "TRIALS_LIMIT": 10,  # 4 trials of the 0.5B at temperature 0.7 on 10 level-1 API-call samples
+        "SUBSET_SEED": 0,
     },
     "standard": {
-        # The committed results (results/bundled/): every default model, sized for 2 cores (about 90 minutes of
-        # model time, and 3 hours more for notebook 05's three adapters on all 509 level-1 API-call samples). 110
-        # samples per level hold at least 62 API-call samples at every level, and every level-3 episode; the 1.5B
-        # answers about 1.5 times as slowly and gets the base model's 20. Notebook 06's adapters answer every
-        # API-call sample (about 40 minutes each).
+        # The committed results (results/bundled/, and results/<release>/ with --data): every default model, sized
+        # for 2 cores (about 2 hours of model time on either data, and 3 hours more for notebook 05's three
+        # adapters on all level-1 API-call samples). A limit draws whole dialogues at random (seed SUBSET_SEED,
+        # stratified by first API), the same dialogues for every model, so rows pair. 110 samples per level
+        # (API calls and replies together) hold about 60 API-call samples at every level; the 1.5B answers about
+        # twice as slowly and gets 40. Notebook 06's adapters answer every API-call sample (about 40 minutes each).
         "LIMIT": None,
         "KIND_LIMITS": {},
         "MODEL_LIMITS": {
-            "llamacpp:gemma-3-270m": 20,
-            "llamacpp:lynx-270m": 20,
+            "llamacpp:gemma-3-270m": 40,
+            "llamacpp:lynx-270m": 40,  # the same samples as its base model's
             "llamacpp:qwen2.5-coder-0.5b": 110,
-            "llamacpp:qwen2.5-coder-1.5b": 20,
+            "llamacpp:qwen2.5-coder-1.5b": 40,
             "llamacpp:lynx-0.5b": 110,  # the same samples as its base model's, for paired tests
         },
         "MAX_STEPS": 12,
@@ -72,11 +76,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         "CALL_LIMIT": None,
         "REPLY_LIMIT": 100,
         "WORTH_LIMIT": None,
-        "TRIALS_LIMIT": 60,  # pass^1..pass^4 of the 0.5B at temperature 0.7 on the first 60 level-1 API-call samples
+        "TRIALS_LIMIT": 60,  # pass^1..pass^4 of the 0.5B at temperature 0.7 on about 60 level-1 API-call samples
+        "SUBSET_SEED": 0,
     },
     "full": {
         "LIMIT": None, "KIND_LIMITS": {}, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None,
-        "REPLY_LIMIT": None, "WORTH_LIMIT": None, "TRIALS_LIMIT": None,
+        "REPLY_LIMIT": None, "WORTH_LIMIT": None, "TRIALS_LIMIT": None, "SUBSET_SEED": 0,
     },
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare); ``MODELS``, where a

@@ -43,6 +43,7 @@ from apibank_lib.chat import TOOL_CHOICES
 from apibank_lib.datasets import Benchmark
 from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS
 from apibank_lib.shards import in_shard, parse_shard
+from apibank_lib.subsets import FIRST, RANDOM, check_draw, dialogue_order, take
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.paths import runs_dir
 from apibank_lib.protocols import LEGACY_VERSIONS, V2, get_protocol
@@ -124,7 +125,12 @@ class RunConfig:
         levels: which levels to run.
         protocol: the grading protocol's name (``v2`` or ``paper``): prompts and scoring.
         data: benchmark root; None for the bundled one.
-        limit: at most this many samples (or level-3 episodes) per level; None for all.
+        limit: how many samples (or level-3 episodes) per level, drawn as ``draw`` says; None for all.
+        draw: how a limit picks its samples: ``random`` (the default: a seeded draw of whole dialogues, stratified
+            by their first API, the same for every model given the same ``subset_seed``; :mod:`apibank_lib.subsets`)
+            or ``first`` (the first ``limit`` in dataset order, for debugging: biased on data sorted by API name).
+        subset_seed: the seed of a ``random`` draw (not part of the folder's identity: draws of several seeds
+            share one folder).
         out: the run folder; default ``<runs dir>/<model>-<protocol>-<hash of the identity>``.
         concurrency: parallel requests (backends that allow it).
         seed: recorded, and passed to backends that sample.
@@ -158,6 +164,8 @@ class RunConfig:
     protocol: str = V2.name
     data: str | None = None
     limit: int | None = None
+    draw: str = RANDOM
+    subset_seed: int = 0
     out: str | None = None
     concurrency: int = 1
     seed: int = 0
@@ -187,6 +195,7 @@ class RunConfig:
             raise ConfigError(f"levels must be among 1, 2, 3, got {self.levels}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("limit must be at least 1")
+        check_draw(self.draw)
         if self.concurrency < 1:
             raise ConfigError("concurrency must be at least 1")
         if self.level3 not in LEVEL3_MODES:
@@ -686,7 +695,12 @@ def plan_of(config: RunConfig) -> dict[str, Any]:
     and, for a shard, the shard (they may differ between the commands that write into one folder; what changes
     answers is in the identity)."""
     out = {"levels": list(config.levels), "limit": config.limit, "tasks": list(config.tasks), "level3": config.level3}
-    # Each absent when unused, so that the plans of folders written before shards and trials still match.
+    # Each absent when unused, so that the plans of folders written before shards, trials and draws still match. A
+    # plan with a limit and no draw was written when every limit took the first samples, and reads so.
+    if config.limit is not None:
+        out["draw"] = config.draw
+        if config.draw == RANDOM:
+            out["subset_seed"] = config.subset_seed
     if config.shard is not None:
         out["shard"] = config.shard
     if config.trials > 1:
@@ -715,7 +729,7 @@ def _plans(
     for p in plans:
         one = replace(
             config, levels=tuple(p["levels"]), limit=p["limit"], tasks=tuple(p["tasks"]), level3=p["level3"],
-            shard=p.get("shard"),
+            shard=p.get("shard"), draw=p.get("draw", FIRST), subset_seed=p.get("subset_seed", 0),
         )
         for item in plan(bench, one):
             seen.setdefault(item.key, item)
@@ -742,19 +756,28 @@ def planned(bench: Benchmark, config: RunConfig, plans: Sequence[dict[str, Any]]
 def plan(bench: Benchmark, config: RunConfig) -> list[Sample | Episode]:
     """Every sample and episode the config asks for, in dataset order.
 
-    Per level: the first ``limit`` samples of the asked tasks; at level 3, with
-    ``level3`` set to ``loop`` or ``both``, the first ``limit`` episodes first. With
-    a ``shard``, those of them whose dialogue is in the shard (the limit applies to
-    the whole run first, so that the shards of one run split the same samples).
+    Per level: the samples of the asked tasks, all of them or, with a ``limit``, those of the whole dialogues that
+    the ``draw`` picks (:func:`apibank_lib.subsets.take`: a seeded, stratified draw of dialogues holding at least
+    ``limit`` samples of the asked tasks, the same dialogues for every model; or the first ``limit``); at level 3,
+    with ``level3`` set to ``loop`` or ``both``, the episodes first, drawn the same way. With a ``shard``, those of
+    them whose dialogue is in the shard (the limit applies to the whole run first, so that the shards of one run
+    split the same samples).
     """
     items: list[Sample | Episode] = []
     for level in config.levels:
+        # One dialogue order per level, over every sample of it, so that each task's draw (and the episodes')
+        # comes from the same order whichever tasks a command asks for.
+        order = (
+            dialogue_order(bench.samples(level), config.subset_seed)
+            if config.limit is not None and config.draw == RANDOM
+            else None
+        )
         if level == 3 and config.level3 in ("loop", "both"):
-            items += bench.episodes()[: config.limit]
+            items += take(bench.episodes(), config.limit, draw=config.draw, seed=config.subset_seed, order=order)
             if config.level3 == "loop":
                 continue
         samples = [s for s in bench.samples(level) if s.kind in config.tasks]
-        items += samples[: config.limit]
+        items += take(samples, config.limit, draw=config.draw, seed=config.subset_seed, order=order)
     return [x for x in items if in_shard(x, config.shard)]
 
 

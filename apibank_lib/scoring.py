@@ -348,6 +348,8 @@ class ScoredRun:
         metrics: its figures (``metrics.json``, or those of :attr:`judgments` when restricted to a plan).
         judgments: its judgments, in dataset order, less those an erratum of the data excludes.
         excluded: the judgments an erratum excludes (kept to be read, counted in no accuracy).
+        subset: which of the data's samples the run is about, in words (``all``, or a limit's size, draw and seed:
+            :func:`apibank_lib.subsets.describe`); tables show it beside every figure.
     """
 
     folder: RunFolder
@@ -355,10 +357,12 @@ class ScoredRun:
     metrics: Metrics
     judgments: list[JudgmentRecord]
     excluded: list[JudgmentRecord] = field(default_factory=list)
+    subset: str = "all"
 
-    def restricted(self, keys: Collection[str]) -> ScoredRun:
+    def restricted(self, keys: Collection[str], subset: str | None = None) -> ScoredRun:
         """The run with only the judgments of ``keys`` (the samples some settings planned), its figures
-        aggregated again over them (coverage says what of ``keys`` the folder lacks)."""
+        aggregated again over them (coverage says what of ``keys`` the folder lacks); ``subset`` says in words
+        which samples they are (default: as before)."""
         wanted = set(keys)
         judgments = [j for j in self.judgments if j.key in wanted]
         excluded = [j for j in self.excluded if j.key in wanted]
@@ -377,7 +381,7 @@ class ScoredRun:
             self.metrics, levels=levels, overall=overall, coverage=cov, partial=cov["partial"],
             trials=trial_figures(present),
         )
-        return ScoredRun(self.folder, self.info, metrics, judgments, excluded)
+        return ScoredRun(self.folder, self.info, metrics, judgments, excluded, self.subset if subset is None else subset)
 
     @cached_property
     def predictions(self) -> dict[str, PredictionRecord]:

@@ -23,6 +23,7 @@ from apibank_lib.runs import RunConfig, RunFolder, plan, same_episodes, trial_ke
 from apibank_lib.sandbox import json_copy
 from apibank_lib.scoring import ScoredRun, scored
 from apibank_lib.search import default_searcher
+from apibank_lib.subsets import RANDOM, check_draw, describe
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import tool_classes
 from apibank_lib.types import ApiCallSample, ApiRecord, Dialogue
@@ -70,6 +71,9 @@ class RunSettings:
         tasks: ``api`` and/or ``response`` samples.
         trials, temperature: answers per sample and the temperature they are sampled at
             (:attr:`~apibank_lib.runs.RunConfig.trials`); one trial and the backend's own decoding by default.
+        draw: how a limit picks its samples: ``random`` (whole dialogues, a seeded stratified draw, the same for
+            every model; :mod:`apibank_lib.subsets`) or ``first`` (for debugging).
+        subset_seed: the seed of the ``random`` draw.
     """
 
     protocol: str = V2.name
@@ -84,8 +88,11 @@ class RunSettings:
     tasks: Sequence[str] = ("api", "response")
     trials: int = 1
     temperature: float | None = None
+    draw: str = RANDOM
+    subset_seed: int = 0
 
     def __post_init__(self) -> None:
+        check_draw(self.draw)
         unknown = sorted(set(self.kind_limits or {}) - set(KINDS))
         if unknown:
             raise ConfigError(f"kind_limits: unknown kind {unknown[0]!r}; choose among {', '.join(KINDS)}")
@@ -99,6 +106,16 @@ class RunSettings:
             return limit
         return cap if limit is None else min(limit, cap)
 
+    def subset_of(self, model: str) -> str:
+        """Which samples a model's runs are about, in words: ``all``, one limit (``60 (random dialogues, seed 0)``)
+        or each kind's (``api 60, response 5, episodes all (random dialogues, seed 0)``)."""
+        kinds = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
+        limits = {k: self.limit_of(model, k) for k in kinds}
+        if len(set(limits.values())) <= 1:
+            return describe(next(iter(limits.values()), self.limit), self.draw, self.subset_seed)
+        how = describe(1, self.draw, self.subset_seed).split(" ", 1)[1]  # "(random dialogues, seed 0)" or "(first)"
+        return ", ".join(f"{k} {'all' if n is None else n}" for k, n in limits.items()) + f" {how}"
+
     def configs(self, model: str, bench: Benchmark) -> list[RunConfig]:
         """One model's run settings: one config when every kind has the same limit, else one per limit (they
         share the model's run folder, whose plan keeps what each asked for)."""
@@ -107,7 +124,7 @@ class RunSettings:
         base = {
             "protocol": self.protocol, "data": str(bench.root), "max_steps": self.max_steps,
             "backend_options": dict((self.options or {}).get(model, {})), "runs_dir": str(runs_dir(self.runs_dir)),
-            "trials": self.trials, "temperature": self.temperature,
+            "trials": self.trials, "temperature": self.temperature, "draw": self.draw, "subset_seed": self.subset_seed,
         }
         if len(set(limits.values())) <= 1:
             limit = next(iter(limits.values()), self.limit)
@@ -169,7 +186,7 @@ def run_models(
             rows.append(
                 {
                     "model": model,
-                    "limit per level": config.limit,
+                    "limit per level": describe(config.limit, config.draw, config.subset_seed),
                     "run folder": result.path.name,
                     "answered now": result.answered,
                     "failed": result.failed,
@@ -179,7 +196,8 @@ def run_models(
             )
         # New answers: the whole run is scored under today's protocol. A run resumed with nothing new keeps its
         # judgments (reading it says so when they are of another protocol version).
-        runs.append(scored(RunFolder(result.path), bench, rescore=answered, stacklevel=3).restricted(keys))
+        subset = " + ".join(dict.fromkeys(one.subset_of(model) for one in every))
+        runs.append(scored(RunFolder(result.path), bench, rescore=answered, stacklevel=3).restricted(keys, subset))
     return runs, pd.DataFrame(rows)
 
 
@@ -226,7 +244,8 @@ def saved_runs(
                     f"{model}: {folder.path} lacks {len(missing)} of the planned samples (first: {missing[0]}); {hint}"
                 )
             keys += planned_keys
-        runs.append(scored(folder, bench, stacklevel=3).restricted(keys))
+        subset = " + ".join(dict.fromkeys(one.subset_of(model) for one in _settings_list(settings)))
+        runs.append(scored(folder, bench, stacklevel=3).restricted(keys, subset))
     return runs
 
 

@@ -36,7 +36,8 @@ MODELS = [
     "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
 ]  # any openai:<model>@<url> or hf:<path> too
 LEVELS = [1, 2, 3]
-LIMIT = 10  # samples (and level-3 episodes) per level; None for all
+LIMIT = 10  # samples (and level-3 episodes) per level, whole dialogues drawn at random; None for all
+SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 KIND_LIMITS = {}  # a limit of its own per kind, e.g. {"response": 5, "episodes": 4}; kinds not named take LIMIT
 MODEL_LIMITS = {  # smaller limits for slow models
     "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
@@ -63,6 +64,7 @@ analysis.use_data(bench)  # tables in results/<data source>/, figures in figures
 # %%
 # the runs notebook 02 made with the same parameters (nothing is answered here)
 settings = workbench.RunSettings(
+    subset_seed=SUBSET_SEED,
     protocol=PROTOCOL, levels=LEVELS, limit=LIMIT, kind_limits=KIND_LIMITS, model_limits=MODEL_LIMITS, level3=LEVEL3, max_steps=MAX_STEPS,
     options=OPTIONS, runs_dir=RUNS_DIR,
 )
@@ -126,6 +128,7 @@ pairs
 # %%
 if TRIALS_MODEL:
     trial_settings = workbench.RunSettings(
+    subset_seed=SUBSET_SEED,
         protocol=PROTOCOL, levels=[1], limit=TRIALS_LIMIT, tasks=("api",), trials=TRIALS, temperature=TEMPERATURE,
         options=OPTIONS, runs_dir=RUNS_DIR,
     )

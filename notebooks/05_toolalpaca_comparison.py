@@ -55,6 +55,7 @@ COMPARED = {  # display name -> model spec (shipped adapters by name; llamacpp:<
     "ToolAlpaca format, equal size": "llamacpp:toolalpaca-equal-0.5b",
 }
 CALL_LIMIT = 10  # level-1 API-call samples per model (apibank reproduce: 40 quick, all in full); None for all
+SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 REPLY_LIMIT = 3  # level-1 reply samples per model (for ROUGE-L); None for all
 PAIRS = [
     ["ours, equal size", "ToolAlpaca format, equal size"],
@@ -81,7 +82,7 @@ analysis.use_data(bench)  # tables in results/<data source>/, figures in figures
 
 # %%
 settings = [  # API-call samples and replies, each with a limit of its own
-    workbench.RunSettings(protocol=PROTOCOL, levels=[1], limit=limit, tasks=tasks, runs_dir=RUNS_DIR)
+    workbench.RunSettings(protocol=PROTOCOL, levels=[1], limit=limit, tasks=tasks, runs_dir=RUNS_DIR, subset_seed=SUBSET_SEED)
     for tasks, limit in ((("api",), CALL_LIMIT), (("response",), REPLY_LIMIT))
 ]
 runs, summary = workbench.run_models(list(COMPARED.values()), bench, settings, progress=False)

@@ -35,7 +35,8 @@ from apibank_lib.protocols import PAPER, V2
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
 RETRIEVERS = ["embedding", "embedding-norm", "bm25", "fields", "hybrid", "enriched"]
 MODELS = ["oracle", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m"]  # run on levels 2 and 3, teacher-forced
-LIMIT = 10  # samples per level; None for all
+LIMIT = 10  # samples per level, whole dialogues drawn at random; None for all
+SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 KIND_LIMITS = {}  # a limit of its own for "api" or "response" samples; kinds not named take LIMIT
 MODEL_LIMITS = {"llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2}
 N_BOOT = 200
@@ -159,6 +160,7 @@ for _, row in gold[gold.retriever == PAPER.retriever].iterrows():
 
 # %%
 settings = workbench.RunSettings(
+    subset_seed=SUBSET_SEED,
     protocol=V2.name, levels=[2, 3], limit=LIMIT, kind_limits=KIND_LIMITS, model_limits=MODEL_LIMITS, level3="steps", runs_dir=RUNS_DIR
 )
 folders, summary = workbench.run_models(MODELS, bench, settings, progress=False)

@@ -1,4 +1,4 @@
-"""Tables of results: ROUGE-L under both protocols, the funnel on hand-written predictions, labels, the main table."""
+"""Tables of results: ROUGE-L under both protocols, the funnel on scripted predictions, labels, the main table."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _funnel_run(bench: Benchmark, tmp_path: Path):  # noqa: ANN202
     return analysis.load_runs([result.path], bench=bench)[0]
 
 
-def test_the_funnel_on_hand_written_predictions(bench: Benchmark, tmp_path: Path) -> None:
+def test_the_funnel_on_scripted_predictions(bench: Benchmark, tmp_path: Path) -> None:
     funnel = analysis.funnel(_funnel_run(bench, tmp_path), bench)
     assert list(funnel["stage"]) == list(analysis.FUNNEL_STAGES)
     # 4 gold calls (the duplicate sample is left out): AddReminder stops at the API name, AddAlarm at the values,

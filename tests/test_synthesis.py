@@ -1184,7 +1184,7 @@ def test_the_tester_refuses_apis_that_are_variations_on_one_call(
     ]
     assert "one of 3 APIs of this domain that take the same inputs (day, lake, level)" in report.api_rejections[0].message
     assert report.accepted == [] and report.rejected[0].reason == "api"
-    # Two APIs may share their inputs, as they do in one of our hand-written domains.
+    # Two APIs may share their inputs, as they do in one of our AI-written corpus's domains.
     two = _judge_one(tmp_path, GOOD_CALL, evaluation, apis=TESTER_APIS.replace(book, inputs + level))
     assert two.api_rejections == [] and [d.id for d in two.accepted] == ["k-call-1"]
 
@@ -1204,6 +1204,26 @@ def test_the_tester_rejects_duplicates(tmp_path: Path, evaluation: tuple[list[st
     assert [(r.reason, r.message) for r in report.rejected] == [
         ("duplicate", "its request nearly repeats one of the evaluation benchmark")
     ]
+
+
+def test_an_api_two_files_define_is_one_api_when_they_define_it_the_same(
+    tmp_path: Path, evaluation: tuple[list[str], list[str]]
+) -> None:
+    # Two generations that share a domain's APIs, judged together (values/ and multi-agent/ of the model-made corpus).
+    later = GOOD_CALL.replace("k-call-1", "k-call-1v").replace("Lake Orta", "Lake Garda").replace("2023-08-05", "2023-08-09")
+    (tmp_path / "a.yaml").write_text(TESTER_APIS + "dialogues:\n" + GOOD_CALL, encoding="utf-8")
+    (tmp_path / "b.yaml").write_text(TESTER_APIS + "dialogues:\n" + later, encoding="utf-8")
+    report = check_corpus(tmp_path, evaluation_names=evaluation[0], evaluation_requests=evaluation[1])
+    assert report.api_rejections == [] and [d.id for d in report.accepted] == ["k-call-1", "k-call-1v"], report.rejected
+    # Defined differently, the later file's definition is refused; its dialogues are judged against the first one.
+    other = TESTER_APIS.replace('description: "Name of the lake."', 'description: "The lake."', 1)
+    assert other != TESTER_APIS
+    (tmp_path / "b.yaml").write_text(other + "dialogues:\n" + later, encoding="utf-8")
+    report = check_corpus(tmp_path, evaluation_names=evaluation[0], evaluation_requests=evaluation[1])
+    assert [(r.dialogue_id, r.message) for r in report.api_rejections] == [
+        ("FindKayakLessons", f"FindKayakLessons is also defined, differently, in {tmp_path / 'a.yaml'}")
+    ]
+    assert report.schemas["FindKayakLessons"].input_parameters["lake"].description == "Name of the lake."
 
 
 def test_the_tester_accepts_retrieval_and_plans(tmp_path: Path, evaluation: tuple[list[str], list[str]]) -> None:

@@ -338,7 +338,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(
     assert err.startswith("apibank: error: ") and len(err.splitlines()) == 1 and message in err
 
 
-# --- our hand-written training set ---------------------------------------------------------------
+# --- our AI-written training set -----------------------------------------------------------------
 
 
 def test_our_training_set_converts_whole() -> None:

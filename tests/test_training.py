@@ -296,7 +296,7 @@ def test_the_training_corpus_passes_the_tester_and_is_large_enough() -> None:
     counts = report.counts()
     assert counts["rejected"] == 0 and counts["apis_rejected"] == 0, [str(r) for r in report.rejected[:5]]
     assert counts["accepted"] >= 800 and counts["apis"] >= 300 and counts["domains"] >= 50
-    assert counts["apis_called"] == counts["apis"]  # every hand-written API is called by some dialogue
+    assert counts["apis_called"] == counts["apis"]  # every API of our AI-written corpus is called by some dialogue
     assert len(examples_from_corpus(report)) >= 3000
 
 
@@ -366,7 +366,7 @@ def test_the_model_made_corpus_passes_the_tester_and_stays_apart_from_ours() -> 
     report = check_corpus(made)
     counts = report.counts()
     assert counts["rejected"] == 0 and counts["apis_rejected"] == 0, [str(r) for r in report.rejected[:5]]
-    # Apart from our hand-written corpus as from the evaluation: no API name of ours, no near-duplicate request.
+    # Apart from our AI-written corpus as from the evaluation: no API name of ours, no near-duplicate request.
     ours = check_corpus(default_corpus_dir())
     names, requests = evaluation_texts()
     openings = [d.requirement if d.ability == "plan_retrieve_call" else d.turns[0].text for d in ours.accepted]

@@ -691,6 +691,13 @@ class SynthesisRun:
                     continue
                 seen.add(text)
                 c.items += 1
+                # The id is unique within this folder only. A generation written into another folder with the
+                # same seed and domains numbers its slots the same way, and once the folders are pooled (as
+                # training pools data/train/synthesized/*) check_corpus keeps the first dialogue of an id and
+                # refuses the other as a duplicate: values/ reused multi-agent/'s domains and APIs, and 8 of its
+                # ids were renamed once, by a script, with a "v" suffix (values/ corpus, tester.jsonl, review.csv). A rerun
+                # of values/ writes the plain ids again; tests/test_committed_corpora.py, which judges every
+                # committed corpus together, then fails.
                 slots.append(
                     RequestSlot(domain, number, f"{domain.slug}-{_SHORT[ability]}-{per_ability[ability]}", outcome.value)
                 )

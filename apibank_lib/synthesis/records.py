@@ -1,12 +1,14 @@
 """Finished synthesis folders read back, without a model: stage tables, the single- versus multi-agent comparison,
-manual reviews, and the cost of an accepted dialogue (what notebook 06 and the data card show).
+reviews, and the cost of an accepted dialogue (what notebook 06 and the data card show).
 
 A folder is what :func:`~apibank_lib.synthesis.pipeline.run_pipeline` or
 :func:`~apibank_lib.synthesis.single.run_single_agent` wrote: ``synthesis.json`` (its identity), the stage
-journals, ``report.json`` (the counts of its last run) and ``corpus/``. A manual review is a CSV file beside them,
+journals, ``report.json`` (the counts of its last run) and ``corpus/``. A review is a CSV file beside them,
 ``review.csv``, one row per reviewed dialogue: ``id``, ``tester`` (``accepted`` or the tester's reason, filled in
 by :func:`review_sheet`), ``usable`` (``yes``/``no``, by the reviewer), ``standard`` (the data standard a ``no``
-breaks, :data:`REVIEW_STANDARDS`), ``note`` and ``reviewer``.
+breaks, :data:`REVIEW_STANDARDS`), ``note`` and ``reviewer``. The shipped reviews were done by the AI agent session
+that built the pipeline (one reviewer, not blind to the method), not by humans; the paper's usable rate
+(:data:`PAPER_SYNTHESIS`) comes from a human review, so the two are not like for like.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ __all__ = [
 ]
 
 PAPER_SYNTHESIS: dict[str, float] = {
-    "multi-agent usable (manual review of 100)": 0.94,
+    "multi-agent usable (human review of 100)": 0.94,
     "single agent usable, ChatGPT": 0.05,
     "single agent usable, GPT-4": 0.25,
     "tester rejection rate": 0.35,
@@ -57,7 +59,7 @@ REVIEW_STANDARDS: dict[str, str] = {
     "reply": "the replies and the final answer are grounded in the results and answer the request",
     "ability": "the dialogue practises its ability (call; search before each API; a plan of several searched calls)",
 }
-"""The manual review's criteria: the paper's data standards (diversity, authenticity, reasonableness and
+"""The review's criteria: the paper's data standards (diversity, authenticity, reasonableness and
 correctness, as applied to one example), one a reason a dialogue is judged unusable."""
 
 REVIEW_COLUMNS = ("id", "tester", "usable", "standard", "note", "reviewer")

@@ -11,7 +11,8 @@ The checks follow the data standards of the paper's tester, made explicit:
   that is not an evaluation API under another name (its search text or its name as close to
   one as a rename, :func:`near_evaluation`), and is not one of three or more
   APIs of its domain that take the same inputs (variations on one call,
-  :func:`shared_inputs`).
+  :func:`shared_inputs`); an API defined in several files is defined the same
+  way in each.
 * ``parameters``: only declared parameter names, every required one given,
   values that fit the declared type (``int``, ``float``, ``bool``), and no
   placeholder the user never said (``your_session_key``, ``<date>``, ``...``,
@@ -27,8 +28,9 @@ The checks follow the data standards of the paper's tester, made explicit:
   ``retrieve_call`` searches before each API's first call and the search
   retrieves what is called next; a plan has at least two retrieved calls; a
   search's keywords are plain words, not the API's CamelCase name.
-* ``duplicate``: ids are unique; no two dialogues open with the same request;
-  no request nearly repeats one of the evaluation benchmark's.
+* ``duplicate``: ids are unique across every file judged together; no two
+  dialogues open with the same request; no request nearly repeats one of the
+  evaluation benchmark's.
 
 :func:`check_corpus` judges whole files and returns a :class:`CheckReport`
 (accepted dialogues, rejections with reasons, counts as a DataFrame); the
@@ -322,7 +324,7 @@ SHARED_INPUTS = 3
 """From how many APIs of one domain that take the same inputs they count as variations on one call.
 Qwen2.5-Coder-1.5B often designs a domain that way (six painting APIs that all take ``description`` and ``image``;
 five sailing APIs that take only ``location``), and its dialogues then differ in the API's name alone. In the 60
-hand-written domains at most two APIs share their inputs."""
+AI-written domains of our corpus (``data/train/corpus``) at most two APIs share their inputs."""
 
 
 def shared_inputs(schemas: Iterable[ToolSchema]) -> list[tuple[list[str], tuple[str, ...]]]:
@@ -337,7 +339,7 @@ def shared_inputs(schemas: Iterable[ToolSchema]) -> list[tuple[list[str], tuple[
 NEAR_EVALUATION = 0.7
 """Cosine similarity, with the evaluation's embedding model, from which a new API counts as an evaluation API under
 another name: of their search texts (the split name and the description, what the evaluation's search compares) or
-of their split names alone. Measured on 2026-12-04 against the 75 evaluation APIs: the 360 hand-written APIs come at
+of their split names alone. Measured on 2026-12-04 against the 75 evaluation APIs: the 360 AI-written APIs come at
 most to 0.666 either way (search texts: ``CancelVetVisit`` and ``CancelRegistration``; names: ``CancelTimeOffRequest``
 and ``CancelTimedSwitch``). Of the model-made ones, ``HotelBooking`` comes to 0.808 (``BookHotel``) by search text,
 and to 0.807 by name when a wordier description brings its search text down to 0.661; ``GetWeatherForecast`` 0.718
@@ -662,23 +664,26 @@ def check_corpus(
     eval_names = list(evaluation_names)
     eval_shingles = [_shingles(t) for t in evaluation_requests]
     report = CheckReport(files=files)
-    defined: dict[str, str] = {}
+    defined: dict[str, tuple[str, ToolSchema]] = {}  # name -> the file that defines it first, and how
     for f in files:
         for name, why in f.api_problems.items():
             report.api_rejections.append(Rejection(f.path, name, "api", why))
         for name in list(f.schemas):
             why = check_schema(f.schemas[name], eval_names)
-            if why is None and name in defined:
-                why = f"{name} is also defined in {defined[name]}"
+            # The same definition in two files is one API: generations that share a domain's APIs, judged
+            # together. Two different ones would have one file's dialogues judged against the other's.
+            if why is None and name in defined and defined[name][1] != f.schemas[name]:
+                why = f"{name} is also defined, differently, in {defined[name][0]}"
             if why:
                 report.api_rejections.append(Rejection(f.path, name, "api", why))
                 del f.schemas[name]
             else:
-                defined[name] = f.path
+                defined.setdefault(name, (f.path, f.schemas[name]))
         for name, (closest, score) in near_evaluation(f.schemas.values(), evaluation, embedder=embedder).items():
             report.api_rejections.append(Rejection(f.path, name, "api", near_evaluation_message(name, closest, score)))
             del f.schemas[name]
-            del defined[name]
+            if defined[name][0] == f.path:
+                del defined[name]
         for names, inputs in shared_inputs(f.schemas.values()):
             why = f"one of {len(names)} APIs of this domain that take the same inputs ({', '.join(inputs) or 'none'}): {', '.join(names)}"
             for name in names:

@@ -24,11 +24,45 @@ from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDial
 from apibank_lib.prompts import LEADS, build_prompt, target_text
 from apibank_lib.types import Sample, ToolSchema
 
-__all__ = ["SchemaCatalog", "TrainingExample", "answer_text", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "read_shares", "examples_from_toolalpaca"]
+__all__ = ["API_ORDERS", "SchemaCatalog", "TrainingExample", "answer_text", "ordered_apis", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "read_shares", "examples_from_toolalpaca"]
 
 
 Renderer = Callable[[list[Sample], Any], list["TrainingExample"]]
 """Samples and the catalogue their prompts describe -> training examples (one rendering of them)."""
+
+APPEARANCE = "appearance"
+SHUFFLED = "shuffled"
+API_ORDERS = (APPEARANCE, SHUFFLED)
+"""The order a training prompt describes its APIs in: ``appearance`` (first call first, as our evaluation prompts
+do) or ``shuffled`` (a seeded permutation per sample). In order of appearance the first API described is the
+first one called, a cue no other data keeps: an official release lists its APIs in an order unrelated to the calls
+(the original rendered a Python set), and a model trained on that cue calls the first API described
+(``docs/results.md``, the transfer account)."""
+
+
+def ordered_apis(samples: Iterable[Sample], order: str = APPEARANCE, seed: int = 0) -> list[Sample]:
+    """``samples`` with the APIs their prompts describe in ``order`` (one of :data:`API_ORDERS`).
+
+    A shuffled sample's permutation comes from a hash of the seed and its key, so a sample is described the same
+    way whatever else is drawn.
+
+    Raises:
+        ConfigError: an unknown order.
+    """
+    from dataclasses import replace
+
+    from apibank_lib.errors import ConfigError
+
+    if order not in API_ORDERS:
+        raise ConfigError(f"unknown API order {order!r}; choose one of {', '.join(API_ORDERS)}")
+    if order == APPEARANCE:
+        return list(samples)
+    out = []
+    for s in samples:
+        names = list(s.api_names)
+        random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{s.key}".encode()).digest()[:8], "big")).shuffle(names)
+        out.append(replace(s, api_names=tuple(names)))
+    return out
 
 
 class SchemaCatalog:
@@ -128,6 +162,8 @@ def examples_from_corpus(
     levels: Sequence[int] = (1, 2, 3),
     shots: int = 0,
     render: Renderer | None = None,
+    api_order: str = APPEARANCE,
+    seed: int = 0,
 ) -> list[TrainingExample]:
     """Every training example of a tester report's accepted dialogues, in corpus order.
 
@@ -138,9 +174,11 @@ def examples_from_corpus(
         shots: worked examples in the prompt (0, as evaluated by default).
         render: how samples become examples (default: the completion rendering, :func:`examples_from_samples`;
             :func:`~apibank_lib.training.chat_examples.mode_renderer` renders through a chat template).
+        api_order, seed: the order each prompt describes its APIs in (:func:`ordered_apis`).
     """
     schemas = report.schemas
     samples = [s for s in samples_of(report.accepted, schemas) if s.kind in tasks and s.level in levels]
+    samples = ordered_apis(samples, api_order, seed)
     if render is not None:
         return render(samples, SchemaCatalog(schemas))
     return examples_from_samples(samples, SchemaCatalog(schemas), shots=shots)
@@ -266,7 +304,8 @@ def parse_shares(text: str) -> dict[str, float]:
 
 
 def examples_from_toolalpaca(
-    result: Any, *, tasks: Sequence[str] = ("api", "response"), shots: int = 0, render: Renderer | None = None
+    result: Any, *, tasks: Sequence[str] = ("api", "response"), shots: int = 0, render: Renderer | None = None,
+    api_order: str = APPEARANCE, seed: int = 0,
 ) -> list[TrainingExample]:
     """Training examples of a converted ToolAlpaca training file, cut and rendered like level-1 samples.
 
@@ -276,12 +315,13 @@ def examples_from_toolalpaca(
 
     Args:
         result: a training :class:`~apibank_lib.formats.toolalpaca.ConversionResult`.
-        render: as for :func:`examples_from_corpus`.
+        render, api_order, seed: as for :func:`examples_from_corpus`.
     """
     groups = {g.name: {f.name: f for f in g.functions} for g in result.apis}
     out: list[TrainingExample] = []
     for d in result.dialogues:
         catalog = SchemaCatalog(groups.get(result.origins.get(d.id, ""), {}))
         samples = [s for s in cut_samples(d) if not s.duplicate and s.kind in tasks and all(n in catalog for n in s.api_names)]
+        samples = ordered_apis(samples, api_order, seed)
         out.extend(render(samples, catalog) if render is not None else examples_from_samples(samples, catalog, shots=shots))
     return out

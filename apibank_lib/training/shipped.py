@@ -36,8 +36,9 @@ SHIPPED: dict[str, tuple[str, str]] = {
 on a draw from our corpus; ``lynx-0.5b`` on the embedded Qwen2.5-Coder-0.5B-Instruct in chat form), and the two
 adapters of notebook 05 trained on equal-sized draws of our corpus and of our
 ToolAlpaca-format set (``*-0.5b`` on the same instruct base as ``lynx-0.5b``; ``*-270m`` on Gemma); and the three
-of notebook 06 trained on equal-sized draws of our hand-written corpus (``synth-hand-0.5b``), the model-made one
-(``synth-made-0.5b``) and both, half and half (``synth-both-0.5b``), with one mix over all three levels."""
+of notebook 06 trained on equal-sized draws of our AI-written corpus (written by AI assistants following our brief;
+``synth-hand-0.5b``, a historical name), the model-made one (``synth-made-0.5b``) and both, half and half
+(``synth-both-0.5b``), with one mix over all three levels."""
 
 
 def resolve_model(target: str) -> dict[str, Any]:

@@ -54,7 +54,9 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
             :func:`~apibank_lib.training.export.parse_shares` reads them), ``seed``, and ``modes``: the renderings
             through the model's chat template and their shares (``chat=0.7,paper=0.3``, as
             :func:`~apibank_lib.training.chat_examples.parse_modes` reads them; absent: completion examples), and
-            ``sources``: groups of paths to draw equal shares of ``examples`` from (in place of ``paths``).
+            ``sources``: groups of paths to draw equal shares of ``examples`` from (in place of ``paths``), and
+            ``api_order``: the order prompts describe their APIs in (:data:`~apibank_lib.training.export.API_ORDERS`;
+            absent: ``appearance``).
         template: the model's :class:`~apibank_lib.chat_template.ChatTemplate`, needed when ``modes`` is set.
 
     Raises:
@@ -63,6 +65,7 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
     if data.get("sources"):
         return _balanced(data, template)
     paths = [str(_project_path(p)) for p in data["paths"]]
+    order = data.get("api_order") or "appearance"  # absent in folders trained before the order was a choice
     render = None
     if data.get("modes"):
         from apibank_lib.training.chat_examples import mode_renderer, parse_modes
@@ -73,13 +76,16 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
     if data.get("format", "corpus") == "toolalpaca":
         from apibank_lib.formats.toolalpaca import convert, read_toolalpaca
 
-        pool = [e for path in paths for e in examples_from_toolalpaca(convert(read_toolalpaca(path)), render=render)]
+        pool = [
+            e for path in paths
+            for e in examples_from_toolalpaca(convert(read_toolalpaca(path)), render=render, api_order=order, seed=data.get("seed", 0))
+        ]
         note = f"{len(pool)} examples converted from ToolAlpaca format"
     elif data.get("format", "corpus") == "corpus":
         from apibank_lib.synthesis.tester import check_corpus
 
         report = check_corpus(paths)
-        pool = examples_from_corpus(report, render=render)
+        pool = examples_from_corpus(report, render=render, api_order=order, seed=data.get("seed", 0))
         note = f"{len(report.accepted)} dialogues accepted ({len(report.rejected)} rejected); {len(pool)} examples"
     else:
         raise ConfigError(f"unknown training data format {data.get('format')!r}; use corpus or toolalpaca")
