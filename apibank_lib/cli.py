@@ -640,6 +640,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         data["sources"] = [list(group) for group in args.source]  # absent otherwise, as in older training.json files
     if args.prompt_modes:
         data["modes"] = args.prompt_modes  # absent otherwise, so older training.json files read the same
+    from apibank_lib.training.export import parse_api_order
+
+    parse_api_order(args.api_order)  # a bad value fails here, before any model is loaded
     if args.api_order != "appearance":
         data["api_order"] = args.api_order  # absent for the default, so older training.json files read the same
     config = TrainConfig(
@@ -944,9 +947,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--init-adapter", default=None, help="continue training this LoRA adapter folder (a second stage)")
     p.add_argument(
-        "--api-order", choices=("appearance", "shuffled"), default="appearance",
-        help="the order each prompt describes its APIs in: first call first, or a seeded shuffle per sample (so "
-        "that the model cannot learn to call the first API described)",
+        "--api-order", default="appearance",
+        help="the order each prompt describes its APIs in: appearance (first call first), shuffled (a seeded shuffle "
+        "per sample, so that the model cannot learn to call the first API described), or one per prompt mode "
+        "(chat=appearance,paper=shuffled)",
     )
     p.add_argument("--engine", choices=("trl", "loop"), default="trl", help="trl: TRL's SFTTrainer (Accelerate); loop: the single-device reference loop")
     p.add_argument("--save-every", type=int, default=20, help="optimiser steps between checkpoints")

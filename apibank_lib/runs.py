@@ -364,6 +364,8 @@ class RunInfo:
         for key in ("levels", "tasks"):
             if key in cfg:
                 cfg[key] = tuple(cfg[key])
+        if cfg.get("limit") is not None and "draw" not in cfg:
+            cfg["draw"] = FIRST  # written when every limit took the first samples, as a plan without a draw reads
         return RunConfig(**cfg)
 
 

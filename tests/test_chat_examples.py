@@ -170,3 +170,55 @@ def test_an_adapter_is_evaluated_by_default_in_the_rendering_it_was_trained_on(t
     (root / "bare").mkdir()
     assert adapter_prompt_mode(str(root / "bare")) is None  # no record: the backend's own rule applies
     assert adapter_prompt_mode("lynx-270m") == "completion"  # the shipped Gemma adapters were trained on text
+
+
+def _described(sample: object) -> tuple[str, ...]:
+    return tuple(sample.api_names)  # type: ignore[attr-defined]
+
+
+def test_a_shuffled_order_permutes_the_apis_described_and_is_seeded(bench: Benchmark) -> None:
+    from apibank_lib.training.export import ordered_apis
+
+    samples = [s for s in bench.samples(1, "api") if len(s.api_names) >= 3][:30]
+    assert ordered_apis(samples, "appearance") == samples
+    once, again, other = (ordered_apis(samples, "shuffled", seed) for seed in (0, 0, 1))
+    assert [_described(s) for s in once] == [_described(s) for s in again]
+    assert all(sorted(_described(a)) == sorted(_described(b)) for a, b in zip(once, samples))
+    # A shuffle that kept the first call first for every sample would keep the cue it exists to remove.
+    assert any(_described(a)[0] != _described(b)[0] for a, b in zip(once, samples))
+    assert [_described(s) for s in once] != [_described(s) for s in other]
+
+
+def test_an_order_per_mode_orders_each_example_as_its_mode_is_evaluated(bench: Benchmark) -> None:
+    from apibank_lib.training.chat_examples import mode_renderer
+    from apibank_lib.training.export import ordered_apis
+
+    tpl, toolset = ChatTemplate(OUR_TEMPLATE), bench.toolset(1)
+    samples = [s for s in bench.samples(1, "api") if len(s.api_names) >= 3][:30]
+    render = mode_renderer(tpl, {"chat": 0.5, "paper": 0.5}, seed=0, orders={"chat": "appearance", "paper": "shuffled"})
+    examples = render(samples, toolset)
+    shuffled = {s.key: s for s in ordered_apis(samples, "shuffled", 0)}
+    modes = {ex.mode for ex in examples}
+    assert modes == {"chat", "paper"}
+    for sample, ex in zip(samples, examples):
+        shown = sample if ex.mode == "chat" else shuffled[sample.key]
+        assert ex.prompt == template_example(shown, toolset, tpl, ex.mode).prompt
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("shuffled", "shuffled"), ("appearance", "appearance"), ("chat=appearance, paper=shuffled", {"chat": "appearance", "paper": "shuffled"})],
+)
+def test_api_orders_are_read_per_prompt_or_per_mode(text: str, expected: object) -> None:
+    from apibank_lib.training.export import parse_api_order
+
+    assert parse_api_order(text) == expected
+
+
+@pytest.mark.parametrize("text", ["random", "chat=random", "completion=shuffled", "chat"])
+def test_an_unreadable_api_order_names_what_it_could_not_read(text: str) -> None:
+    from apibank_lib.errors import ConfigError
+    from apibank_lib.training.export import parse_api_order
+
+    with pytest.raises(ConfigError, match="order"):
+        parse_api_order(text)

@@ -16,7 +16,7 @@ from apibank_lib.backends.scripted import ScriptedBackend
 from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.runner import RunStopped, run
-from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.runs import RunConfig, RunFolder, plan
 from apibank_lib.scoring import score_run
 from apibank_lib.toolcalls import render_tool_call
 from apibank_lib.types import ApiCallSample
@@ -47,18 +47,23 @@ def test_a_chat_run_sends_chat_prompts_and_judges_the_calls_they_hold(bench: Ben
 
 
 def test_malformed_and_several_calls_are_judged_not_crashed(bench: Benchmark, tmp_path: Path) -> None:
-    sample = bench.samples(1, "api")[0]
+    config = RunConfig("scripted", levels=(1,), limit=2, tasks=("api",), prompt_mode="chat", out=str(tmp_path / "m"))
+    sample, *others = plan(bench, config)  # the first sample drawn gets its gold call twice, the others bad JSON
+    assert others
     two = render_tool_call(sample.gold.call, "hermes") + "\n" + render_tool_call(sample.gold.call, "hermes")
 
     def answer(request: Request) -> str:
-        return '<tool_call>\n{"name": "GetUserToken", "arguments": {{"username": 1}}\n</tool_call>' if request.item.sample_id else two
+        return two if request.item.key == sample.key else '<tool_call>\n{"name": "GetUserToken", "arguments": {{"username": 1}}\n</tool_call>'
 
-    run(RunConfig("scripted", levels=(1,), limit=2, tasks=("api",), prompt_mode="chat", out=str(tmp_path / "m")), backend=ScriptedBackend(answer), bench=bench, progress=False)
+    run(config, backend=ScriptedBackend(answer), bench=bench, progress=False)
     score_run(tmp_path / "m", bench=bench)
-    first, second = RunFolder(tmp_path / "m").read_judgments()
+    judged = {j.key: j for j in RunFolder(tmp_path / "m").read_judgments()}
+    assert list(judged) == [x.key for x in (sample, *others)]
+    first = judged.pop(sample.key)
     assert first.correct and first.n_calls == 2 and "2 calls in one answer" in first.notes[0]
-    assert not second.correct and second.category == "False API Call Format"
-    assert "invalid JSON" in (second.reason or "") and any(n.startswith("raw answer: <tool_call>") for n in second.notes)
+    for second in judged.values():
+        assert not second.correct and second.category == "False API Call Format"
+        assert "invalid JSON" in (second.reason or "") and any(n.startswith("raw answer: <tool_call>") for n in second.notes)
 
 
 def test_the_prompt_mode_is_part_of_the_identity(bench: Benchmark, tmp_path: Path) -> None:
@@ -137,7 +142,7 @@ def test_a_server_that_ignores_tools_stops_the_run_and_is_remembered(bench: Benc
     # Fixed server: the tools change the prompt size. Starting over moves the old answers aside.
     recorder.bare = {"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 20, "completion_tokens": 1}}
     result = run(RunConfig(spec, levels=(1,), limit=10, tasks=("api",), out=str(tmp_path / "ign"), restart=True), bench=bench, progress=False)
-    assert result.answered == 10 and result.skipped == 0
+    assert result.answered == len(plan(bench, config)) >= 10 and result.skipped == 0  # whole dialogues: at least 10
     assert (tmp_path / "ign" / "discarded-1" / "predictions.jsonl").is_file() and not folder.read_warnings()
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from apibank_lib import cli
 from apibank_lib.cli import main
+from apibank_lib.datasets import Benchmark
 from tests.conftest import OFFICIAL_FIXTURE
 from tests.helpers import CHAT_REPLY, JsonHandler, serve
 
@@ -124,13 +125,17 @@ def test_validate_on_a_release_checks_what_a_release_promises(capsys: pytest.Cap
     assert out[-1].startswith("valid official release") and "1 gold call(s) judged wrong under v2" in out[-1]
 
 
-def test_score_takes_data_and_reports_coverage(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_score_takes_data_and_reports_coverage(bench: Benchmark, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from apibank_lib.runs import RunConfig, plan
+
     out = tmp_path / "run"
     assert main(["run", "--model", "oracle", "--level", "1", "--limit", "3", "--out", str(out)]) == 0
     capsys.readouterr()
+    n = len(plan(bench, RunConfig("oracle", levels=(1,), limit=3)))  # whole dialogues drawn: at least 3
+    assert n >= 3
     assert main(["score", str(out), "--data", str(Path(cli.__file__).resolve().parents[1] / "data" / "eval")]) == 0
     text = capsys.readouterr().out
-    assert "coverage: 3 answered, 0 failed, 0 missing of 3 expected" in text and "PARTIAL" not in text
+    assert f"coverage: {n} answered, 0 failed, 0 missing of {n} expected" in text and "PARTIAL" not in text
     # Runs that differ only in prompt mode or folder read apart.
     assert f"oracle (reference prompts) under protocol v2.2\n  {out}\n" in text
 

@@ -15,6 +15,7 @@ from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, Run
 from apibank_lib.calls import format_call
 from apibank_lib.errors import ConfigError
 from apibank_lib.explorer import ALL, CORRECT, Explorer
+from apibank_lib.runs import plan
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explorer.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -22,7 +23,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 @pytest.fixture(scope="module")
 def runs(bench: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> list[RunFolder]:
-    """Scored oracle and no-call runs over the first 12 samples (and episodes) of each level (their folders)."""
+    """Scored oracle and no-call runs over a draw of at least 12 samples (and episodes) of each level (their folders)."""
     settings = workbench.RunSettings(limit=12, runs_dir=tmp_path_factory.mktemp("runs"))
     scored, _ = workbench.run_models(["oracle", "no-call"], bench, settings, progress=False)
     return [r.folder for r in scored]
@@ -95,17 +96,20 @@ def test_the_api_filter_lists_only_dialogues_calling_that_api(
     bench: Benchmark, explorer: Explorer, runs: list[RunFolder]
 ) -> None:
     assert [v for _, v in explorer.api_select.options][:3] == [ALL, "AddAgenda", "AddAlarm"]
-    explorer.api_select.value = "AddAlarm"
+    everything = set(_listed(explorer))
+    # An API the drawn samples call (GetUserToken, which starts many dialogues, left out).
+    api = min({j.gold_api for j in runs[0].read_judgments() if j.level == 1 and j.gold_api} - {"GetUserToken"})
+    explorer.api_select.value = api
     listed = set(_listed(explorer))
-    assert listed == _dialogues_with(runs, 1, lambda j: j.gold_api == "AddAlarm")
-    assert listed and listed < {d.id for d in bench.dialogues(1)}
+    assert listed == _dialogues_with(runs, 1, lambda j: j.gold_api == api)
+    assert listed and listed < everything < {d.id for d in bench.dialogues(1)}
 
 
 def test_level_3_steps_through_each_runs_agent_episode(explorer: Explorer, runs: list[RunFolder]) -> None:
     explorer.level_select.value = 3
-    item = explorer.dialogue_select.value
-    assert item == "0" and explorer.step_slider.layout.display == ""
-    oracle_steps = runs[0].read_predictions().records["L3/episode/0"].steps
+    item, other = _listed(explorer)[:2]  # the items whose episodes were drawn
+    assert explorer.dialogue_select.value == item and explorer.step_slider.layout.display == ""
+    oracle_steps = runs[0].read_predictions().records[f"L3/episode/{item}"].steps
     assert len(oracle_steps) > 1 and explorer.step_slider.max == len(oracle_steps)
     assert explorer.step_slider.description == f"step (of {len(oracle_steps)})"
     for number, step in enumerate(oracle_steps, start=1):
@@ -116,7 +120,7 @@ def test_level_3_steps_through_each_runs_agent_episode(explorer: Explorer, runs:
     # The end state is a fact beside the verdict, never a green mark of its own (no-call's episode changed nothing).
     assert "same as gold" in explorer.view.value or "differs from gold" in explorer.view.value
     assert "as gold</span>" not in explorer.view.value
-    explorer.dialogue_select.value = "1"  # another item starts again at its first step
+    explorer.dialogue_select.value = other  # another item starts again at its first step
     assert explorer.step_slider.value == 1
 
 
@@ -163,16 +167,19 @@ def test_a_second_task_adds_its_samples_to_the_same_run_folders(bench: Benchmark
 
     calls_only = workbench.RunSettings(levels=[1], limit=5, tasks=("api",), runs_dir=tmp_path)
     replies_only = workbench.RunSettings(levels=[1], limit=3, tasks=("response",), runs_dir=tmp_path)
+    n_calls, n_replies = (len(plan(bench, c)) for s in (calls_only, replies_only) for c in s.configs("oracle", bench))
+    assert n_calls >= 5 and n_replies >= 3  # whole dialogues drawn
     calls, _ = workbench.run_models(["oracle"], bench, calls_only, progress=False)
     replies, summary = workbench.run_models(["oracle"], bench, replies_only, progress=False)
-    assert replies[0].folder.path == calls[0].folder.path and list(summary["answered now"]) == [3]
+    assert replies[0].folder.path == calls[0].folder.path and list(summary["answered now"]) == [n_replies]
     # The folder holds both; each run read through its settings holds what they planned, both settings their union.
     judged = analysis.load_runs([replies[0].folder], bench=bench)[0].judgments
-    assert sorted(j.kind for j in judged) == ["api"] * 5 + ["response"] * 3
-    assert [j.kind for j in replies[0].judgments] == ["response"] * 3 and replies[0].metrics.levels["1"].api_samples == 0
-    assert {k: replies[0].metrics.coverage[k] for k in ("expected", "answered", "missing")} == {"expected": 3, "answered": 3, "missing": 0}
+    assert sorted(j.kind for j in judged) == ["api"] * n_calls + ["response"] * n_replies
+    assert [j.kind for j in replies[0].judgments] == ["response"] * n_replies and replies[0].metrics.levels["1"].api_samples == 0
+    coverage = {k: replies[0].metrics.coverage[k] for k in ("expected", "answered", "missing")}
+    assert coverage == {"expected": n_replies, "answered": n_replies, "missing": 0}
     both = workbench.saved_runs(["oracle"], bench, [calls_only, replies_only])[0]
-    assert sorted(j.kind for j in both.judgments) == ["api"] * 5 + ["response"] * 3
+    assert sorted(j.kind for j in both.judgments) == ["api"] * n_calls + ["response"] * n_replies
 
 
 def test_saved_runs_reads_the_runs_made_and_answers_nothing(bench: Benchmark, runs: list[RunFolder]) -> None:
@@ -228,9 +235,11 @@ def test_kind_limits_split_a_models_settings_and_its_cap_bounds_each(bench: Benc
     runs, summary = workbench.run_models(["oracle"], bench, settings, progress=False)
     assert len(set(summary["run folder"])) == 1  # one folder holds all three plans
     kinds = [(j.level, j.kind) for j in runs[0].judgments]
-    assert [kinds.count((lv, "api")) for lv in (1, 2, 3)] == [6, 6, 6]
-    assert [kinds.count((lv, "response")) for lv in (1, 2, 3)] == [2, 2, 2]
-    assert sum(1 for j in runs[0].judgments if j.kind == "episode") == 1
+    planned = [[x.level for x in plan(bench, c)] for c in configs]  # each config's draw: whole dialogues
+    assert [kinds.count((lv, "api")) for lv in (1, 2, 3)] == [planned[0].count(lv) for lv in (1, 2, 3)]
+    assert [kinds.count((lv, "response")) for lv in (1, 2, 3)] == [planned[1].count(lv) for lv in (1, 2, 3)]
+    assert sum(1 for j in runs[0].judgments if j.kind == "episode") == len(planned[2])
+    assert all(planned[0].count(lv) >= 6 and planned[1].count(lv) >= 2 for lv in (1, 2, 3)) and len(planned[2]) >= 1
     # One limit for every kind: one config, as before kinds had limits of their own.
     assert len(workbench.RunSettings(limit=4, model_limits={"oracle": 6}).configs("oracle", bench)) == 1
     with pytest.raises(ConfigError, match="unknown kind 'replies'"):

@@ -19,7 +19,8 @@ def test_every_limited_model_is_a_default_model() -> None:
 
 @pytest.mark.parametrize("name", ["quick", "standard"])
 def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level(name: str) -> None:
-    # The bar: an interval over at least 60 API-call samples at each level.
+    # The bar: an interval over at least 60 API-call samples at each level, in the profile's draw (whole
+    # dialogues at random, seed SUBSET_SEED: a limit on samples of both kinds holds however many calls they have).
     from apibank_lib import workbench
     from apibank_lib.runs import plan
 
@@ -27,8 +28,13 @@ def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level
     profile = PROFILES[name]
     model = "llamacpp:qwen2.5-coder-0.5b"
     assert model in profile.get("MODELS", DEFAULT_MODELS)
-    settings = workbench.RunSettings(limit=profile["LIMIT"], kind_limits=profile["KIND_LIMITS"], model_limits=profile["MODEL_LIMITS"])
-    items = [item for config in settings.configs(model, bench) for item in plan(bench, config)]
+    settings = workbench.RunSettings(
+        limit=profile["LIMIT"], kind_limits=profile["KIND_LIMITS"], model_limits=profile["MODEL_LIMITS"],
+        subset_seed=profile["SUBSET_SEED"],
+    )
+    configs = settings.configs(model, bench)
+    assert all(c.draw == "random" and c.subset_seed == profile["SUBSET_SEED"] for c in configs)
+    items = {item.key: item for config in configs for item in plan(bench, config)}.values()
     for level in (1, 2, 3):
         assert sum(item.level == level and item.kind == "api" for item in items) >= 60, level
 

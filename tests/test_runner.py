@@ -14,7 +14,7 @@ from apibank_lib.errors import ConfigError
 from apibank_lib.protocols import PAPER
 from apibank_lib.replies import rouge_l
 from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.runs import RunConfig, RunFolder, plan
 from apibank_lib.scoring import score_run
 
 
@@ -45,26 +45,31 @@ def test_no_call_scores_zero(bench: Benchmark, tmp_path: Path) -> None:
 
 def test_resume_skips_finished_samples_and_duplicates_nothing(bench: Benchmark, tmp_path: Path) -> None:
     out = tmp_path / "r"
-    first = run(RunConfig("scripted", levels=(1,), limit=10, out=str(out)), backend=ScriptedBackend("[GetToday()]"), bench=bench, progress=False)
-    assert (first.answered, first.skipped) == (10, 0)
+    small, large = (RunConfig("scripted", levels=(1,), limit=n, out=str(out)) for n in (10, 25))
+    n_small, n_large = len(plan(bench, small)), len(plan(bench, large))
+    assert 10 <= n_small < 25 <= n_large  # whole dialogues; the larger draw holds the smaller one
+    first = run(small, backend=ScriptedBackend("[GetToday()]"), bench=bench, progress=False)
+    assert (first.answered, first.skipped) == (n_small, 0)
     backend = ScriptedBackend("[GetToday()]")
-    second = run(RunConfig("scripted", levels=(1,), limit=25, out=str(out)), backend=backend, bench=bench, progress=False)
-    assert (second.answered, second.skipped) == (15, 10)
+    second = run(large, backend=backend, bench=bench, progress=False)
+    assert (second.answered, second.skipped) == (n_large - n_small, n_small)
     keys = [r["key"] for r in _lines(out)]
-    assert len(keys) == len(set(keys)) == 25
-    assert backend.calls <= 15  # duplicate samples reuse the answer of their identical prompt
+    assert len(keys) == len(set(keys)) == n_large and set(keys) == {x.key for x in plan(bench, large)}
+    assert backend.calls <= n_large - n_small  # duplicate samples reuse the answer of their identical prompt
 
 
 def test_a_line_cut_by_a_crash_is_dropped_and_redone(bench: Benchmark, tmp_path: Path) -> None:
     out = tmp_path / "crash"
-    run(RunConfig("scripted", levels=(1,), limit=5, out=str(out)), backend=ScriptedBackend("x"), bench=bench, progress=False)
+    config = RunConfig("scripted", levels=(1,), limit=5, out=str(out))
+    planned = [x.key for x in plan(bench, config)]
+    run(config, backend=ScriptedBackend("x"), bench=bench, progress=False)
     path = out / "predictions.jsonl"
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) - 20])  # the last record is cut mid-line
-    assert len(RunFolder(out).read_predictions().records) == 4
-    again = run(RunConfig("scripted", levels=(1,), limit=5, out=str(out)), backend=ScriptedBackend("x"), bench=bench, progress=False)
+    assert list(RunFolder(out).read_predictions().records) == planned[:-1]
+    again = run(config, backend=ScriptedBackend("x"), bench=bench, progress=False)
     assert again.answered == 1
-    assert [json.loads(x)["key"] for x in path.read_text().splitlines()] == [s.key for s in bench.samples(1)[:5]]
+    assert [json.loads(x)["key"] for x in path.read_text().splitlines()] == planned
 
 
 def test_backend_failures_are_recorded_and_retried_on_request(bench: Benchmark, tmp_path: Path) -> None:

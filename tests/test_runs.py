@@ -15,7 +15,7 @@ from apibank_lib.backends.scripted import ScriptedBackend
 from apibank_lib.datasets import Benchmark, default_data_root
 from apibank_lib.errors import BackendError, ConfigError, DataError
 from apibank_lib.runner import MAX_CONSECUTIVE_UNREACHABLE, RunStopped, run
-from apibank_lib.runs import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir
+from apibank_lib.runs import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir, plan
 from apibank_lib.scoring import score_run
 
 
@@ -57,13 +57,15 @@ def test_a_folder_without_a_run_is_named(tmp_path: Path) -> None:
 
 
 def test_a_scored_run_gives_data_frames(bench: Benchmark, tmp_path: Path) -> None:
-    result = run(RunConfig("oracle", levels=(1, 3), limit=6, level3="both", out=str(tmp_path / "o")), bench=bench, progress=False)
+    config = RunConfig("oracle", levels=(1, 3), limit=6, level3="both", out=str(tmp_path / "o"))
+    planned = sorted(x.key for x in plan(bench, config))  # whole dialogues: at least 6 samples and 6 episodes a level
+    result = run(config, bench=bench, progress=False)
     score_run(result.path, bench=bench)
     judgments = RunFolder(result.path).to_frame()
-    assert len(judgments) == 18 and list(judgments.columns) == [f for f in JudgmentRecord.__dataclass_fields__]
+    assert sorted(judgments["key"]) == planned and list(judgments.columns) == [f for f in JudgmentRecord.__dataclass_fields__]
     assert set(judgments["kind"]) == {"api", "response", "episode"} and judgments["correct"].dropna().all()
     predictions = RunFolder(result.path).to_frame("predictions")
-    assert len(predictions) == 18 and "latency_s" in predictions.columns
+    assert sorted(predictions["key"]) == planned and "latency_s" in predictions.columns
 
 
 def test_runs_go_to_the_projects_runs_folder_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -82,9 +84,13 @@ def test_identity_ignores_operational_settings_and_names_what_differs(bench: Ben
     a = load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s=5)
     b = load_backend("openai:m@http://127.0.0.1:9999/v1", timeout_s=60, max_retries=1)
     assert a.identity() == b.identity() == {"backend": "openai", "model": "m", "temperature": 0.0}
-    first = run(RunConfig("oracle", levels=(1,), limit=2, concurrency=1), bench=bench, progress=False)
-    again = run(RunConfig("oracle", levels=(1,), limit=4, concurrency=4), bench=bench, progress=False)
-    assert again.path == first.path and again.skipped == 2  # levels, limit, concurrency: the same run
+    small, large = RunConfig("oracle", levels=(1,), limit=2, concurrency=1), RunConfig("oracle", levels=(1,), limit=10, concurrency=4)
+    n_small, n_large = len(plan(bench, small)), len(plan(bench, large))
+    assert 2 <= n_small < n_large  # whole dialogues: a larger limit takes more of them
+    first = run(small, bench=bench, progress=False)
+    again = run(large, bench=bench, progress=False)
+    # levels, limit, concurrency: the same run, which keeps what the smaller limit drew and adds the rest
+    assert again.path == first.path and (again.skipped, again.answered) == (n_small, n_large - n_small)
     with pytest.raises(ConfigError, match=r"other settings: max_tokens \(128 there, 64 now\)"):
         run(RunConfig("oracle", levels=(1,), limit=2, max_tokens=64, out=str(first.path)), bench=bench, progress=False)
 
@@ -104,9 +110,11 @@ def test_backend_options_are_checked_before_the_run() -> None:
 
 def test_an_unreachable_model_stops_the_run_after_a_few_samples(bench: Benchmark, tmp_path: Path) -> None:
     dead = ScriptedBackend("x", fail_on=lambda req: True, connection_failure=True)
+    config = RunConfig("scripted", levels=(1,), limit=10, out=str(tmp_path / "dead"))
+    planned = len(plan(bench, config))
     with pytest.raises(RunStopped, match=r"3 samples in a row could not reach the model; the first said: BackendError: scripted failure") as info:
-        run(RunConfig("scripted", levels=(1,), limit=10, out=str(tmp_path / "dead")), backend=dead, bench=bench, progress=False)
-    assert info.value.saved == MAX_CONSECUTIVE_UNREACHABLE == dead.calls and info.value.remaining == 10 - 3
+        run(config, backend=dead, bench=bench, progress=False)
+    assert info.value.saved == MAX_CONSECUTIVE_UNREACHABLE == dead.calls and info.value.remaining == planned - 3
 
 
 def test_other_backend_errors_do_not_stop_the_run(bench: Benchmark, tmp_path: Path) -> None:
@@ -128,23 +136,27 @@ class _Interrupting(ScriptedBackend):
 
 def test_ctrl_c_keeps_what_was_answered_and_the_run_resumes(bench: Benchmark, tmp_path: Path) -> None:
     out = tmp_path / "int"
+    config = RunConfig("scripted", levels=(1,), limit=10, out=str(out))
+    planned = len(plan(bench, config))
     with pytest.raises(RunStopped) as info:
-        run(RunConfig("scripted", levels=(1,), limit=10, out=str(out)), backend=_Interrupting(4), bench=bench, progress=False)
-    assert isinstance(info.value.__cause__, KeyboardInterrupt) and info.value.saved >= 4
+        run(config, backend=_Interrupting(4), bench=bench, progress=False)
+    assert isinstance(info.value.__cause__, KeyboardInterrupt) and 4 <= info.value.saved < planned
     metrics = score_run(out, bench=bench)
-    assert metrics.partial and metrics.coverage["missing"] == 10 - info.value.saved
-    again = run(RunConfig("scripted", levels=(1,), limit=10, out=str(out)), backend=ScriptedBackend("[GetToday()]"), bench=bench, progress=False)
-    assert again.skipped == info.value.saved and again.answered == 10 - info.value.saved
+    assert metrics.partial and metrics.coverage["missing"] == planned - info.value.saved
+    again = run(config, backend=ScriptedBackend("[GetToday()]"), bench=bench, progress=False)
+    assert again.skipped == info.value.saved and again.answered == planned - info.value.saved
     assert not score_run(out, bench=bench).partial
 
 
 def test_coverage_of_a_truncated_run(bench: Benchmark, tmp_path: Path) -> None:
-    result = run(RunConfig("oracle", levels=(1,), limit=8, out=str(tmp_path / "t")), bench=bench, progress=False)
+    config = RunConfig("oracle", levels=(1,), limit=8, out=str(tmp_path / "t"))
+    planned = len(plan(bench, config))
+    result = run(config, bench=bench, progress=False)
     path = RunFolder(result.path).predictions_path
     path.write_bytes(path.read_bytes()[:-15])
     metrics = score_run(result.path, bench=bench)
     cov = metrics.coverage
-    assert metrics.partial and (cov["expected"], cov["answered"], cov["missing"], cov["lines_dropped"]) == (8, 7, 1, 1)
+    assert metrics.partial and (cov["expected"], cov["answered"], cov["missing"], cov["lines_dropped"]) == (planned, planned - 1, 1, 1)
     assert json.loads((result.path / "metrics.json").read_text())["partial"] is True
 
 
@@ -187,16 +199,19 @@ def test_coverage_counts_what_every_command_into_a_folder_asked_for(bench: Bench
     from apibank_lib.scoring import score_run
 
     out = tmp_path / "two-commands"
-    run(RunConfig("oracle", levels=(1,), tasks=("api",), limit=6, out=str(out)), bench=bench, progress=False)
-    run(RunConfig("oracle", levels=(1,), tasks=("response",), limit=3, out=str(out)), bench=bench, progress=False)
+    calls = RunConfig("oracle", levels=(1,), tasks=("api",), limit=6, out=str(out))
+    answers = RunConfig("oracle", levels=(1,), tasks=("response",), limit=3, out=str(out))
+    run(calls, bench=bench, progress=False)
+    run(answers, bench=bench, progress=False)
     info = RunFolder(out).read_info()
     assert [p["tasks"] for p in info.all_plans()] == [["api"], ["response"]] and info.config["tasks"] == ["response"]
+    assert [(p["limit"], p["draw"], p["subset_seed"]) for p in info.all_plans()] == [(6, "random", 0), (3, "random", 0)]
     cov = score_run(out, bench=bench).coverage
-    api = [s for s in bench.samples(1) if s.kind == "api"][:6]
-    replies = [s for s in bench.samples(1) if s.kind == "response"][:3]
+    api, replies = plan(bench, calls), plan(bench, answers)
+    assert len(api) >= 6 and len(replies) >= 3 and {s.kind for s in api + replies} == {"api", "response"}
     assert cov["expected"] == len(api) + len(replies) == cov["answered"] and not cov["partial"]
     # The same command again adds no plan.
-    run(RunConfig("oracle", levels=(1,), tasks=("api",), limit=6, out=str(out)), bench=bench, progress=False)
+    run(calls, bench=bench, progress=False)
     assert len(RunFolder(out).read_info().all_plans()) == 2
 
 
@@ -211,33 +226,55 @@ def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(be
     del raw["plans"]
     (out / "config.json").write_text(json.dumps(raw))
     info = RunFolder(out).read_info()
-    assert info.plans == [] and info.all_plans() == [{"levels": [1], "limit": 2, "tasks": ["api", "response"], "level3": "steps"}]
+    one = {"levels": [1], "limit": 2, "tasks": ["api", "response"], "level3": "steps"}
+    assert info.plans == [] and info.all_plans() == [one | {"draw": "random", "subset_seed": 0}]
+    # Such a folder was written when a limit took the first samples, and its config names no draw: it reads as
+    # first-N, so it is complete and resumes without asking anything again (draw="first": what it then answered).
+    older = tmp_path / "older"
+    run(RunConfig("oracle", levels=(1,), limit=2, draw="first", out=str(older)), bench=bench, progress=False)
+    raw = json.loads((older / "config.json").read_text())
+    del raw["plans"], raw["config"]["draw"], raw["config"]["subset_seed"]
+    (older / "config.json").write_text(json.dumps(raw))
+    assert RunFolder(older).read_info().all_plans() == [one | {"draw": "first"}]
+    first = [s.key for s in bench.samples(1)[:2]]
+    assert first != [x.key for x in plan(bench, RunConfig("oracle", levels=(1,), limit=2))]  # so the test can fail
+    assert list(RunFolder(older).read_predictions().records) == first
+    cov = score_run(older, bench=bench).coverage
+    assert (cov["expected"], cov["answered"], cov["partial"]) == (2, 2, False)
+    again = run(RunConfig("oracle", levels=(1,), limit=2, draw="first", out=str(older)), bench=bench, progress=False)
+    assert (again.skipped, again.answered) == (2, 0)
 
 
 # --- identity: teacher-forced samples once per folder, episodes in files of their own ---------------------------
 
 
 def test_the_step_limit_and_retriever_change_only_the_episodes_file(bench: Benchmark, tmp_path: Path) -> None:
-    steps = run(RunConfig("oracle", levels=(3,), limit=3, level3="steps", max_steps=4, runs_dir=str(tmp_path)), bench=bench, progress=False)
-    both = run(RunConfig("oracle", levels=(3,), limit=3, level3="both", runs_dir=str(tmp_path)), bench=bench, progress=False)
-    assert both.path == steps.path and both.skipped == 3 and both.answered == 3  # the samples were not asked again
+    steps_config = RunConfig("oracle", levels=(3,), limit=3, level3="steps", max_steps=4, runs_dir=str(tmp_path))
+    both_config = RunConfig("oracle", levels=(3,), limit=3, level3="both", runs_dir=str(tmp_path))
+    samples = {x.key for x in plan(bench, steps_config)}
+    episodes_3 = {x.key for x in plan(bench, both_config)} - samples  # the same dialogue order: the same samples
+    assert len(samples) >= 3 and len(episodes_3) >= 3 and all("/episode/" in k for k in episodes_3)
+    steps = run(steps_config, bench=bench, progress=False)
+    both = run(both_config, bench=bench, progress=False)
+    # the samples were not asked again
+    assert both.path == steps.path and (both.skipped, both.answered) == (len(samples), len(episodes_3))
     folder = RunFolder(both.path)
     assert sorted(p.name for p in folder.path.glob("*.jsonl")) == ["episodes-12steps-enriched.jsonl", "predictions.jsonl"]
-    assert {r.kind for r in folder.read_predictions().records.values()} == {"api", "episode"}  # the first 3 are calls
+    assert set(folder.read_predictions().records) == samples | episodes_3  # both files are read
     assert "episode" not in folder.predictions_path.read_text()
     # Episodes with another step limit are another set, in a file of their own; the folder's scores follow the last.
+    loop_config = RunConfig("oracle", levels=(3,), limit=2, level3="loop", max_steps=5, retriever="bm25", runs_dir=str(tmp_path))
+    episodes_2 = {x.key for x in plan(bench, loop_config)}
+    assert len(episodes_2) >= 2 and episodes_2 < episodes_3  # a smaller limit, fewer of the same episodes
     with pytest.warns(UserWarning, match="go to episodes-5steps-bm25.jsonl"):
-        other = run(
-            RunConfig("oracle", levels=(3,), limit=2, level3="loop", max_steps=5, retriever="bm25", runs_dir=str(tmp_path)),
-            bench=bench,
-            progress=False,
-        )
-    assert other.path == steps.path and other.answered == 2
+        other = run(loop_config, bench=bench, progress=False)
+    assert other.path == steps.path and other.answered == len(episodes_2)
     info = folder.read_info()
     assert info.episodes == {"max_steps": 5, "retriever": "bm25", "file": "episodes-5steps-bm25.jsonl"}
-    episodes = [r for r in folder.read_predictions().records.values() if r.kind == "episode"]
-    assert len(episodes) == 2 and (folder.path / "episodes-12steps-enriched.jsonl").read_text().count("\n") == 3
-    assert score_run(folder.path, bench=bench).levels["3"].episodes == 2
+    episodes = [r.key for r in folder.read_predictions().records.values() if r.kind == "episode"]
+    assert set(episodes) == episodes_2 and len(episodes) == len(episodes_2)
+    assert (folder.path / "episodes-12steps-enriched.jsonl").read_text().count("\n") == len(episodes_3)
+    assert score_run(folder.path, bench=bench).levels["3"].episodes == len(episodes_2)
 
 
 def _as_older_layout(made: RunFolder, digest: str) -> Path:
@@ -274,18 +311,21 @@ def test_a_folder_written_before_episodes_had_files_of_their_own_still_loads_and
     from apibank_lib import runner
 
     config = RunConfig("oracle", levels=(3,), limit=2, level3="both", max_steps=10, runs_dir=str(tmp_path))
+    planned = plan(bench, config)
+    n_episodes = sum(x.kind == "episode" for x in planned)
+    assert n_episodes >= 2 and len(planned) > n_episodes  # episodes and teacher-forced samples
     older = _as_older_layout(RunFolder(run(config, bench=bench, progress=False).path), "0ld0ld00")
     info = RunFolder(older).read_info()
     assert info.episode_set() == {"max_steps": 10, "retriever": "enriched", "file": "predictions.jsonl"}
-    assert len(RunFolder(older).read_predictions().records) == 4
+    assert set(RunFolder(older).read_predictions().records) == {x.key for x in planned}
     # The same settings find it (no folder of today's name exists) and ask nothing again.
     again = run(config, bench=bench, progress=False)
-    assert again.path == older and again.answered == 0 and again.skipped == 4
+    assert again.path == older and again.answered == 0 and again.skipped == len(planned)
     # Other teacher-forced settings are another folder; other episode settings add their own file to the old one.
     assert runner.locate_run(RunConfig("oracle", max_tokens=64, runs_dir=str(tmp_path)), bench, OracleBackend())[0].path != older
     with pytest.warns(UserWarning, match="ran with 10 steps"):
         more = run(RunConfig("oracle", levels=(3,), limit=2, level3="loop", runs_dir=str(tmp_path)), bench=bench, progress=False)
-    assert more.path == older and more.answered == 2
+    assert more.path == older and more.answered == n_episodes
     kinds = [r.kind for r in RunFolder(older).read_predictions().records.values()]
-    assert kinds.count("episode") == 2 and len(kinds) == 4
+    assert kinds.count("episode") == n_episodes and len(kinds) == len(planned)
     assert score_run(older, bench=bench).coverage["missing"] == 0

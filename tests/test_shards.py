@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -129,13 +130,18 @@ def test_merge_names_an_unfinished_shard_and_a_sample_out_of_place(bench: Benchm
         merge_runs(shards, merged.path, bench=bench)
 
 
-def test_the_cli_runs_shards_and_merges_them(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_runs_shards_and_merges_them(
+    bench: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("APIBANK_RUNS", str(tmp_path / "runs"))
+    whole = RunConfig("oracle", levels=(1,), limit=6, tasks=("api",))  # what --limit 6 draws: whole dialogues
+    halves = [len(plan(bench, replace(whole, shard=f"{i}/2"))) for i in (1, 2)]
+    assert sum(halves) == len(plan(bench, whole)) >= 6 and min(halves) > 0  # each shard has a share to answer
     folders = []
     for i in (1, 2):
         assert main(["run", "--model", "oracle", "--level", "1", "--limit", "6", "--task", "api", "--shard", f"{i}/2", "--json"]) == 0
         folders.append(json.loads(capsys.readouterr().out)["run"])
     assert main(["merge", *folders, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["samples"] == 6 and out["metrics"]["levels"]["1"]["api_accuracy"] == 1.0
+    assert out["samples"] == sum(halves) and out["metrics"]["levels"]["1"]["api_accuracy"] == 1.0
     assert out["metrics"]["coverage"]["missing"] == 0

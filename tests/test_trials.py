@@ -19,7 +19,7 @@ from apibank_lib.datasets import Benchmark
 from apibank_lib.errors import ConfigError
 from apibank_lib.merge import merge_runs
 from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder
+from apibank_lib.runs import RunConfig, RunFolder, plan
 from apibank_lib.scoring import score_run, scored
 from apibank_lib.trials import pass_at, pass_hat
 
@@ -156,8 +156,10 @@ def test_the_cli_takes_trials_and_a_temperature(tmp_path: Path, capsys: pytest.C
 
 def test_episodes_have_trials_too(bench: Benchmark, tmp_path: Path) -> None:
     config = RunConfig("oracle", levels=(3,), level3="loop", limit=3, trials=2, temperature=0.7, out=str(tmp_path / "ep"))
+    episodes = [x.key for x in plan(bench, config)]
+    assert len(episodes) >= 3 and all("/episode/" in k for k in episodes)
     result = run(config, bench=bench, progress=False)
     records = RunFolder(result.path).read_predictions().records
-    assert sorted(k.split("/")[-1] for k in records) == ["0", "0#t2", "1", "1#t2", "2", "2#t2"]
+    assert sorted(records) == sorted(k + t for k in episodes for t in ("", "#t2"))  # each episode, twice
     metrics = score_run(result.path, bench=bench)
     assert metrics.trials["3/episodes"]["per_trial"] == {"1": 1.0, "2": 1.0} and metrics.coverage["missing"] == 0

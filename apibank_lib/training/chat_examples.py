@@ -21,7 +21,7 @@ from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT
 from apibank_lib.chat import build_chat
 from apibank_lib.chat_template import ChatTemplate, TemplateError
 from apibank_lib.prompts import build_prompt
-from apibank_lib.training.export import TrainingExample, answer_text, read_shares
+from apibank_lib.training.export import TrainingExample, answer_text, ordered_apis, read_shares
 from apibank_lib.types import ApiCallSample, ApiRecord, Sample
 
 __all__ = [
@@ -139,11 +139,26 @@ def mode_of(key: str, shares: dict[str, float], seed: int = 0) -> str:
     return max(sorted(shares), key=lambda m: shares[m])
 
 
-def mode_renderer(template: ChatTemplate, shares: dict[str, float], seed: int = 0) -> Callable[[list[Sample], Any], list[TrainingExample]]:
+def mode_renderer(
+    template: ChatTemplate, shares: dict[str, float], seed: int = 0, orders: dict[str, str] | None = None
+) -> Callable[[list[Sample], Any], list[TrainingExample]]:
     """A renderer for :func:`~apibank_lib.training.export.examples_from_corpus`: each sample through ``template`` in
-    the mode :func:`mode_of` draws for it."""
+    the mode :func:`mode_of` draws for it.
 
+    Args:
+        orders: the order each mode's prompts describe their APIs in (mode -> one of
+            :data:`~apibank_lib.training.export.API_ORDERS`; a mode not named keeps the order it is given). Our
+            chat prompts list APIs in order of first call, a release's paper-layout prompts do not, so training
+            each mode in the order it is evaluated with keeps the first cue where it holds and removes it where
+            it does not.
+    """
     def render(samples: list[Sample], catalog: Any) -> list[TrainingExample]:
-        return [template_example(s, catalog, template, mode_of(s.key, shares, seed)) for s in samples]
+        out = []
+        for s in samples:
+            mode = mode_of(s.key, shares, seed)
+            if orders and mode in orders:
+                s = ordered_apis([s], orders[mode], seed)[0]
+            out.append(template_example(s, catalog, template, mode))
+        return out
 
     return render

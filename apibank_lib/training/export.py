@@ -24,7 +24,7 @@ from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDial
 from apibank_lib.prompts import LEADS, build_prompt, target_text
 from apibank_lib.types import Sample, ToolSchema
 
-__all__ = ["API_ORDERS", "SchemaCatalog", "TrainingExample", "answer_text", "ordered_apis", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "read_shares", "examples_from_toolalpaca"]
+__all__ = ["API_ORDERS", "SchemaCatalog", "parse_api_order", "TrainingExample", "answer_text", "ordered_apis", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "read_shares", "examples_from_toolalpaca"]
 
 
 Renderer = Callable[[list[Sample], Any], list["TrainingExample"]]
@@ -38,6 +38,34 @@ do) or ``shuffled`` (a seeded permutation per sample). In order of appearance th
 first one called, a cue no other data keeps: an official release lists its APIs in an order unrelated to the calls
 (the original rendered a Python set), and a model trained on that cue calls the first API described
 (``docs/results.md``, the transfer account)."""
+
+
+def parse_api_order(text: str) -> str | dict[str, str]:
+    """An ``--api-order`` value: one order for every prompt (``shuffled``), or one per rendering mode
+    (``chat=appearance,paper=shuffled``: each example's prompt in the order its mode is evaluated with).
+
+    Raises:
+        ConfigError: an unknown order or mode, or a malformed pair.
+    """
+    from apibank_lib.errors import ConfigError
+
+    text = text.strip()
+    if "=" not in text:
+        if text not in API_ORDERS:
+            raise ConfigError(f"unknown API order {text!r}; choose one of {', '.join(API_ORDERS)}, or MODE=ORDER pairs")
+        return text
+    from apibank_lib.training.chat_examples import TEMPLATE_MODES
+
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        mode, sep, order = (x.strip() for x in part.partition("="))
+        if not sep or mode not in TEMPLATE_MODES or order not in API_ORDERS:
+            raise ConfigError(
+                f"--api-order: cannot read {part.strip()!r}; write MODE=ORDER pairs with a mode from "
+                f"{', '.join(TEMPLATE_MODES)} and an order from {', '.join(API_ORDERS)} (chat=appearance,paper=shuffled)"
+            )
+        out[mode] = order
+    return out
 
 
 def ordered_apis(samples: Iterable[Sample], order: str = APPEARANCE, seed: int = 0) -> list[Sample]:

@@ -26,6 +26,7 @@ from apibank_lib.training.export import (
     examples_from_toolalpaca,
     fingerprint,
     mix,
+    parse_api_order,
     parse_shares,
 )
 from apibank_lib.training.recipe import TrainConfig, TrainResult, train
@@ -65,14 +66,18 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
     if data.get("sources"):
         return _balanced(data, template)
     paths = [str(_project_path(p)) for p in data["paths"]]
-    order = data.get("api_order") or "appearance"  # absent in folders trained before the order was a choice
+    order = parse_api_order(data.get("api_order") or "appearance")  # absent in folders trained before the order was a choice
+    per_mode = order if isinstance(order, dict) else None
+    if per_mode is not None and not data.get("modes"):
+        raise ConfigError("an API order per mode (MODE=ORDER) needs --prompt-modes")
+    order = "appearance" if per_mode is not None else order  # per mode, the renderer orders each sample
     render = None
     if data.get("modes"):
         from apibank_lib.training.chat_examples import mode_renderer, parse_modes
 
         if template is None:
             raise ConfigError("training in chat form (modes) needs the model's chat template")
-        render = mode_renderer(template, parse_modes(data["modes"]), data.get("seed", 0))
+        render = mode_renderer(template, parse_modes(data["modes"]), data.get("seed", 0), orders=per_mode)
     if data.get("format", "corpus") == "toolalpaca":
         from apibank_lib.formats.toolalpaca import convert, read_toolalpaca
 
