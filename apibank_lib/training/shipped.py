@@ -26,6 +26,7 @@ SHIPPED: dict[str, tuple[str, str]] = {
     "ours-equal-270m": ("gemma-3-270m", "ours-equal/adapter"),
     "toolalpaca-equal-270m": ("gemma-3-270m", "toolalpaca-equal/adapter"),
     "lynx-0.5b": ("qwen2.5-coder-0.5b", "lynx-0.5b/adapter"),
+    "lynx-0.5b-s2c": ("qwen2.5-coder-0.5b", "lynx-0.5b-s2c/adapter"),
     "ours-equal-0.5b": ("qwen2.5-coder-0.5b", "ours-equal-0.5b/adapter"),
     "toolalpaca-equal-0.5b": ("qwen2.5-coder-0.5b", "toolalpaca-equal-0.5b/adapter"),
     "synth-hand-0.5b": ("qwen2.5-coder-0.5b", "synth-hand-0.5b/adapter"),
@@ -33,7 +34,8 @@ SHIPPED: dict[str, tuple[str, str]] = {
     "synth-both-0.5b": ("qwen2.5-coder-0.5b", "synth-both-0.5b/adapter"),
 }
 """Short name -> (base model, adapter folder relative to :func:`models_dir`): the small Lynx (trained
-on a draw from our corpus; ``lynx-0.5b`` on the embedded Qwen2.5-Coder-0.5B-Instruct in chat form), and the two
+on a draw from our corpus; ``lynx-0.5b`` on the embedded Qwen2.5-Coder-0.5B-Instruct in chat form; ``lynx-0.5b-s2c``
+its second stage, trained with the paper's layout in a shuffled API order, ``docs/transfer.md``), and the two
 adapters of notebook 05 trained on equal-sized draws of our corpus and of our
 ToolAlpaca-format set (``*-0.5b`` on the same instruct base as ``lynx-0.5b``; ``*-270m`` on Gemma); and the three
 of notebook 06 trained on equal-sized draws of our AI-written corpus (written by AI assistants following our brief;
