@@ -72,7 +72,7 @@ def test_native_tool_calling_maps_tool_calls_back(server: str) -> None:
 
 
 def test_runner_against_the_real_server_with_concurrency(server: str, bench: Benchmark, tmp_path: Path) -> None:
-    config = RunConfig(f"openai:gemma@{server}", levels=(1,), limit=4, out=str(tmp_path / "srv"), concurrency=2, max_tokens=12, prompt_mode="paper", backend_options={"timeout_s": 120})
+    config = RunConfig(f"openai:gemma@{server}", levels=(1,), limit=4, draw="first", out=str(tmp_path / "srv"), concurrency=2, max_tokens=12, prompt_mode="paper", backend_options={"timeout_s": 120})
     result = run(config, bench=bench, progress=False)
     assert result.answered == 4 and result.failed == 0
     recs = RunFolder(tmp_path / "srv").read_predictions().records

@@ -90,7 +90,7 @@ def test_concurrency_4_against_a_real_server_judges_as_concurrency_1(bench: Benc
         folders = []
         for n in (1, 4):
             config = RunConfig(
-                f"openai:qwen@{base}", levels=(1,), limit=8, tasks=("api",), concurrency=n, out=str(tmp_path / f"c{n}"),
+                f"openai:qwen@{base}", levels=(1,), limit=8, draw="first", tasks=("api",), concurrency=n, out=str(tmp_path / f"c{n}"),
                 backend_options={"timeout_s": 300, "check_tools": False},
             )
             result = run(config, bench=bench, progress=False)

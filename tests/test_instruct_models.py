@@ -47,7 +47,7 @@ def test_the_model_renders_chat_prompts_with_its_own_template(qwen: object, benc
 
 def test_a_short_chat_run_is_judged_call_by_call(qwen: object, bench: Benchmark, tmp_path: Path) -> None:
     out = tmp_path / "qwen"
-    config = RunConfig(f"llamacpp:{QWEN}", levels=(1,), limit=3, tasks=("api",), out=str(out))
+    config = RunConfig(f"llamacpp:{QWEN}", levels=(1,), limit=3, draw="first", tasks=("api",), out=str(out))
     run(config, backend=qwen, bench=bench, progress=False)  # type: ignore[arg-type]
     score_run(out, bench=bench)
     judged = RunFolder(out).read_judgments()
@@ -115,7 +115,7 @@ def test_the_small_lynx_v2_is_the_0_5b_with_its_adapter_in_chat_mode(
     ident = lynx.identity()
     assert ident["model"] == QWEN and ident["adapter"] == "lynx-0.5b" and ident["adapter_sha"] == adapter_digest("lynx-0.5b")
     out = tmp_path / "lynx"
-    run(RunConfig("llamacpp:lynx-0.5b", levels=(1,), limit=2, tasks=("api",), out=str(out)), backend=lynx, bench=bench, progress=False)
+    run(RunConfig("llamacpp:lynx-0.5b", levels=(1,), limit=2, draw="first", tasks=("api",), out=str(out)), backend=lynx, bench=bench, progress=False)
     score_run(out, bench=bench)
     assert len(RunFolder(out).read_judgments()) == 2
     assert RunFolder(out).read_info().identity["prompt_mode"] == "chat"

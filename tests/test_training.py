@@ -280,7 +280,7 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
 
     adapter = tmp_path / "whole" / "adapter"
     for spec in (f"llamacpp:gemma-3-270m+{adapter}", f"hf:gemma-3-270m+{adapter}"):
-        config = RunConfig(spec, levels=(1,), limit=2, max_tokens=24, tasks=("api",), out=str(tmp_path / spec.split(":")[0]))
+        config = RunConfig(spec, levels=(1,), limit=2, draw="first", max_tokens=24, tasks=("api",), out=str(tmp_path / spec.split(":")[0]))
         result = run(config, progress=False)
         metrics = score_run(result.path)
         assert result.answered == 2 and metrics.levels["1"].api_samples == 2
