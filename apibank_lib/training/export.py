@@ -42,7 +42,6 @@ first one called, a cue no other data keeps: an official release lists its APIs 
 _RENDER_MODES = (CHAT_PROMPT, PAPER_PROMPT)  # chat_examples.TEMPLATE_MODES; that module imports this one
 
 
-
 def parse_api_order(text: str) -> str | dict[str, str]:
     """An ``--api-order`` value: one order for every prompt (``shuffled``), or one per rendering mode
     (``chat=appearance,paper=shuffled``: each example's prompt in the order its mode is evaluated with).
