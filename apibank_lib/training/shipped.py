@@ -27,6 +27,7 @@ SHIPPED: dict[str, tuple[str, str]] = {
     "toolalpaca-equal-270m": ("gemma-3-270m", "toolalpaca-equal/adapter"),
     "lynx-0.5b": ("qwen2.5-coder-0.5b", "lynx-0.5b/adapter"),
     "lynx-0.5b-s2c": ("qwen2.5-coder-0.5b", "lynx-0.5b-s2c/adapter"),
+    "lynx-0.5b-s2d": ("qwen2.5-coder-0.5b", "lynx-0.5b-s2d/adapter"),
     "ours-equal-0.5b": ("qwen2.5-coder-0.5b", "ours-equal-0.5b/adapter"),
     "toolalpaca-equal-0.5b": ("qwen2.5-coder-0.5b", "toolalpaca-equal-0.5b/adapter"),
     "synth-hand-0.5b": ("qwen2.5-coder-0.5b", "synth-hand-0.5b/adapter"),
@@ -35,7 +36,8 @@ SHIPPED: dict[str, tuple[str, str]] = {
 }
 """Short name -> (base model, adapter folder relative to :func:`models_dir`): the small Lynx (trained
 on a draw from our corpus; ``lynx-0.5b`` on the embedded Qwen2.5-Coder-0.5B-Instruct in chat form; ``lynx-0.5b-s2c``
-its second stage, trained with the paper's layout in a shuffled API order, ``docs/transfer.md``), and the two
+and ``lynx-0.5b-s2d`` its second stages, trained with the paper's layout in a shuffled API order,
+``docs/transfer.md``), and the two
 adapters of notebook 05 trained on equal-sized draws of our corpus and of our
 ToolAlpaca-format set (``*-0.5b`` on the same instruct base as ``lynx-0.5b``; ``*-270m`` on Gemma); and the three
 of notebook 06 trained on equal-sized draws of our AI-written corpus (written by AI assistants following our brief;
