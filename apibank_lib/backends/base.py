@@ -26,6 +26,7 @@ __all__ = [
     "ToolsIgnored",
     "PROMPT_MODES",
     "MODEL_PROMPT_MODES",
+    "TEMPLATE_MODES",
     "CHAT_PROMPT",
     "PAPER_PROMPT",
     "COMPLETION_PROMPT",
@@ -48,6 +49,9 @@ PROMPT_MODES = (CHAT_PROMPT, PAPER_PROMPT, COMPLETION_PROMPT, "reference")
 
 MODEL_PROMPT_MODES = (CHAT_PROMPT, PAPER_PROMPT, COMPLETION_PROMPT)
 """The prompt modes a run may ask a model backend for (``--prompt-mode``)."""
+
+TEMPLATE_MODES = (CHAT_PROMPT, PAPER_PROMPT)
+"""The prompt modes rendered through a model's chat template (``completion`` is plain text)."""
 
 
 class ToolsIgnored(BackendError):
@@ -195,7 +199,7 @@ class Backend:
         rendering's version; in chat and paper modes the hash of the template a local model renders with
         (another template is another prompt)."""
         ident: dict[str, Any] = {"tool_choice": tool_choice, "rendering": RENDERING_VERSION} if prompt_mode == CHAT_PROMPT else {}
-        if prompt_mode in (CHAT_PROMPT, PAPER_PROMPT) and self.template is not None:
+        if prompt_mode in TEMPLATE_MODES and self.template is not None:
             ident["template_sha"] = self.template.sha
         return ident
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable
 
-from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT
+from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT, TEMPLATE_MODES
 from apibank_lib.chat import build_chat
 from apibank_lib.chat_template import ChatTemplate, TemplateError
 from apibank_lib.prompts import build_prompt
@@ -28,10 +28,6 @@ __all__ = [
     "TEMPLATE_MODES", "answer_message", "mode_of", "mode_renderer", "parse_modes", "template_example", "template_examples",
     "template_of",
 ]
-
-TEMPLATE_MODES = (CHAT_PROMPT, PAPER_PROMPT)
-"""The renderings that go through a model's chat template (``completion`` examples are plain text)."""
-
 
 def template_of(tokenizer: Any) -> ChatTemplate:
     """A tokenizer's chat template (transformers' ``tokenizer.chat_template``), with its BOS and EOS texts.

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT
+from apibank_lib.backends.base import TEMPLATE_MODES
 from apibank_lib.datasets import cut_level3_samples, cut_samples
 from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDialogue, to_dialogue, to_level3_item
 from apibank_lib.prompts import LEADS, build_prompt, target_text
@@ -39,7 +39,6 @@ do) or ``shuffled`` (a seeded permutation per sample). In order of appearance th
 first one called, a cue no other data keeps: an official release lists its APIs in an order unrelated to the calls
 (the original rendered a Python set), and a model trained on that cue calls the first API described
 (``docs/results.md``, the transfer account)."""
-_RENDER_MODES = (CHAT_PROMPT, PAPER_PROMPT)  # chat_examples.TEMPLATE_MODES; that module imports this one
 
 
 def parse_api_order(text: str) -> str | dict[str, str]:
@@ -59,10 +58,10 @@ def parse_api_order(text: str) -> str | dict[str, str]:
     out: dict[str, str] = {}
     for part in text.split(","):
         mode, sep, order = (x.strip() for x in part.partition("="))
-        if not sep or mode not in _RENDER_MODES or order not in API_ORDERS:
+        if not sep or mode not in TEMPLATE_MODES or order not in API_ORDERS:
             raise ConfigError(
                 f"--api-order: cannot read {part.strip()!r}; write MODE=ORDER pairs with a mode from "
-                f"{', '.join(_RENDER_MODES)} and an order from {', '.join(API_ORDERS)} (chat=appearance,paper=shuffled)"
+                f"{', '.join(TEMPLATE_MODES)} and an order from {', '.join(API_ORDERS)} (chat=appearance,paper=shuffled)"
             )
         out[mode] = order
     return out
