@@ -25,13 +25,15 @@ __all__ = [
     "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "QUICK_MODELS", "Reproduction", "notebooks", "parse_param", "reproduce",
 ]
 
-INSTRUCT_MODELS = ("llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b", "llamacpp:lynx-0.5b")
-"""The embedded instruct models (the ``instruct`` extra) and the small Lynx v2 (our adapter on the 0.5B), evaluated in
-``chat`` prompt mode."""
+INSTRUCT_MODELS = (
+    "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b", "llamacpp:lynx-0.5b", "llamacpp:lynx-0.5b-s2d",
+)
+"""The embedded instruct models (the ``instruct`` extra), the small Lynx v2 (our adapter on the 0.5B) and its second
+stage (``lynx-0.5b-s2d``, trained further on chat and the paper's layout), evaluated in ``chat`` prompt mode."""
 
 DEFAULT_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m", *INSTRUCT_MODELS)
 """The models the notebooks run by default: three reference backends, the embedded base model and its fine-tuned
-small Lynx, the two embedded instruct models, and the small Lynx v2 on the smaller one."""
+small Lynx, the two embedded instruct models, and the small Lynx v2 on the smaller one with its second stage."""
 
 QUICK_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:qwen2.5-coder-0.5b")
 """The quick profile's models: the reference backends and the smaller embedded instruct model."""
@@ -57,7 +59,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     "standard": {
         # The committed results (results/bundled/, and results/<release>/ with --data): every default model, sized
-        # for 2 cores (about 2 hours of model time on either data, and 3 hours more for notebook 05's three
+        # for 2 cores (about 2.5 hours of model time on either data, and 3 hours more for notebook 05's three
         # adapters on all level-1 API-call samples). A limit draws whole dialogues at random (seed SUBSET_SEED,
         # stratified by first API), the same dialogues for every model, so rows pair. 112 samples per level
         # (API calls and replies together) hold at least 60 API-call samples at every level (110 held 59 at level 1
@@ -71,6 +73,7 @@ PROFILES: dict[str, dict[str, Any]] = {
             "llamacpp:qwen2.5-coder-0.5b": 112,
             "llamacpp:qwen2.5-coder-1.5b": 40,
             "llamacpp:lynx-0.5b": 112,  # the same samples as its base model's, for paired tests
+            "llamacpp:lynx-0.5b-s2d": 112,  # and its second stage's
         },
         "MAX_STEPS": 12,
         "N_BOOT": 2000,

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -34,6 +34,7 @@ MODELS = [
     "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
     "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
     "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
+    "llamacpp:lynx-0.5b-s2d",  # its second stage (chat and the paper's layout; docs/training.md)
 ]  # any openai:<model>@<url> or hf:<path> too
 LEVELS = [1, 2, 3]
 LIMIT = 10  # samples (and level-3 episodes) per level, whole dialogues drawn at random; None for all
@@ -41,7 +42,7 @@ SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first 
 KIND_LIMITS = {}  # a limit of its own per kind, e.g. {"response": 5, "episodes": 4}; kinds not named take LIMIT
 MODEL_LIMITS = {  # smaller limits for slow models
     "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
-    "llamacpp:lynx-0.5b": 2,
+    "llamacpp:lynx-0.5b": 2, "llamacpp:lynx-0.5b-s2d": 2,
 }
 LEVEL3 = "both"  # teacher-forced steps and agent episodes
 MAX_STEPS = 12  # agent-loop step limit (the bundled level-3 items have at most 8 gold steps; 12 as `apibank run`)

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -58,6 +58,7 @@ SEED = 0
 OUT = None  # the synthesis folder (resumable); None: a temporary one
 RECORDS = None  # the full generation's folders (multi-agent/, single-agent/); None: data/train/synthesized
 CORPUS = None  # our AI-written corpus (by AI assistants following our brief); None: data/train/corpus
+DATA = None  # where the equal-size arms are evaluated: the bundled benchmark, or the root of an official API-Bank release
 WORTH = {  # display name -> model spec: the base model and the three equal-size adapters (models/synth-*-0.5b)
     "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",
     "AI-written (ours)": "llamacpp:synth-hand-0.5b",
@@ -177,13 +178,14 @@ model_made
 # AI assistants following our brief), of the model-made one (every generation's corpus, judged again by the
 # tester), and of both together, half and half
 # (`apibank train --source A --source B`), with one mix over the three levels (`models/synth-*-0.5b/training.json`
-# holds each command and the fingerprint of the data it drew). Each is evaluated on the bundled benchmark's API-call samples (level 3: the
+# holds each command and the fingerprint of the data it drew). Each is evaluated on the API-call samples of `DATA` (the bundled
+# benchmark by default, or an official release; level 3: the
 # teacher-forced steps) beside the base model, on the samples all of them answered. The paired tests compare two models sample by sample: an interval with dialogues resampled, and the
 # p-value of a cluster sign-flip permutation test. By default a few samples per level; `apibank reproduce`'s
 # standard profile answers all of them.
 
 # %%
-bench = load_benchmark(None)
+bench = load_benchmark(DATA)
 analysis.use_data(bench)
 settings = workbench.RunSettings(levels=[1, 2, 3], limit=WORTH_LIMIT, tasks=("api",), level3="steps", subset_seed=SUBSET_SEED)
 worth_runs, _ = workbench.run_models(list(WORTH.values()), bench, settings, progress=False)
