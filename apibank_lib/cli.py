@@ -396,13 +396,15 @@ def _print_metrics(metrics: Metrics, folder: str | Path | None = None) -> None:
             if m.episodes is not None
             else ""
         )
-        rows.append([lv, acc, rouge, ep, m.backend_errors])
+        items = "" if m.items is None else f"{100 * (m.item_accuracy or 0):.1f}% ({m.items_correct}/{m.items})"
+        rows.append([lv, acc, rouge, items, ep, m.backend_errors])
     o = metrics.overall
     rows.append(
         [
             "all",
             "" if o.api_accuracy is None else f"{100 * o.api_accuracy:.2f}%",
             "" if o.rouge_l is None else f"{o.rouge_l:.4f}",
+            "",
             "",
             o.backend_errors,
         ]
@@ -411,7 +413,7 @@ def _print_metrics(metrics: Metrics, folder: str | Path | None = None) -> None:
     partial = " [PARTIAL]" if metrics.partial else ""
     where = f"\n  {folder}" if folder is not None else ""
     print(f"{metrics.model} ({metrics.prompt_mode or '?'} prompts) under protocol {metrics.protocol_version}{partial}{where}")
-    print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "episodes solved", "failed in the backend"]))
+    print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "items right (steps)", "episodes solved", "failed in the backend"]))
     print(
         f"coverage: {cov['answered']} answered, {cov['failed']} failed, {cov['missing']} missing of {cov['expected']} expected",
         end="",

@@ -570,6 +570,9 @@ class LevelMetrics:
             figures scored before they were counted).
         excluded_by_errata, corrected_by_errata: samples an erratum of the data left out, or corrected.
         episodes, episodes_succeeded, episode_success_rate: level-3 agent episodes (None where there are none).
+        items, items_correct, item_accuracy: level-3 items answered teacher-forced, and those whose every step is
+            right (the paper's Plan+Retrieve+Call accuracy; :func:`apibank_lib.scoring.item_figures`; None where
+            no level-3 step was answered).
         note: how the overall figures are aggregated (``overall`` only).
     """
 
@@ -586,6 +589,9 @@ class LevelMetrics:
     episodes: int | None = None
     episodes_succeeded: int | None = None
     episode_success_rate: float | None = None
+    items: int | None = None
+    items_correct: int | None = None
+    item_accuracy: float | None = None
     note: str | None = None
 
     @classmethod
@@ -594,9 +600,9 @@ class LevelMetrics:
         return cls(**_known_fields(cls, d))
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form; the episode and note entries only where they apply."""
+        """The JSON form; the episode, item and note entries only where they apply."""
         out = asdict(self)
-        for key in ("episodes", "episodes_succeeded", "episode_success_rate", "note"):
+        for key in ("episodes", "episodes_succeeded", "episode_success_rate", "items", "items_correct", "item_accuracy", "note"):
             if out[key] is None:
                 del out[key]
         return out

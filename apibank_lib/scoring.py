@@ -10,8 +10,8 @@ Nothing here queries a model. :func:`score_run` reads the folder
    counts as wrong (and is counted apart).
 2. :func:`aggregate`: API-call accuracy (correct / samples, duplicate samples
    included, as in the paper; samples an erratum of the data excludes are
-   counted apart), ROUGE-L of replies and the episode success rate
-   per level; the overall figures are micro averages over every scored sample;
+   counted apart), ROUGE-L of replies, the episode success rate and the share of
+   level-3 items whose every teacher-forced step is right, per level; the overall figures are micro averages over every scored sample;
    coverage says how much of what the run's settings ask for was answered.
 3. ``judgments.jsonl`` and ``metrics.json`` are written.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import warnings
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -54,6 +54,8 @@ __all__ = [
     "judge_predictions",
     "aggregate",
     "accuracy",
+    "item_figures",
+    "item_steps",
     "coverage",
     "check_data",
     "scored_version",
@@ -216,13 +218,50 @@ def accuracy(judgments: Sequence[JudgmentRecord]) -> tuple[int, int, float | Non
     return correct, len(counted), _ratio(correct, len(counted))
 
 
+def item_steps(bench: Benchmark) -> dict[str, int]:
+    """The number of teacher-forced API-call steps of every level-3 item, by its dialogue id."""
+    steps: dict[str, int] = {}
+    for s in bench.samples(3, "api"):
+        steps[s.dialogue_id] = steps.get(s.dialogue_id, 0) + 1
+    return steps
+
+
+def item_figures(
+    judgments: Sequence[JudgmentRecord], steps: Mapping[str, int] | None = None
+) -> tuple[int, int, float | None]:
+    """Items right, items counted and their share over level-3 step judgments: the paper's Plan+Retrieve+Call
+    accuracy, where an item is right only when every one of its steps is (the original evaluator's
+    ``(items - items with a wrong step) / items``).
+
+    An item counts once per trial in which at least one of its steps was answered. A step the answers lack is
+    wrong when ``steps`` (from :func:`item_steps`) gives the item's length, so a run cut inside an item (a first-N
+    limit) counts that item wrong; a draw of whole dialogues never cuts one. Without ``steps`` the item is judged
+    on the steps it holds. A step an erratum excludes is left out of its item; an item whose every step is excluded
+    is not counted. A step the backend failed to answer is wrong, as everywhere.
+    """
+    held: dict[tuple[int, str], list[JudgmentRecord]] = {}
+    for j in judgments:
+        if j.level == 3 and j.kind == "api":
+            held.setdefault((j.trial, j.dialogue_id), []).append(j)
+    right = counted = 0
+    for (_, item), mine in sorted(held.items()):
+        kept = [j for j in mine if j.excluded is None]
+        if not kept:
+            continue
+        counted += 1
+        complete = steps is None or len({j.sample_id for j in mine}) >= steps.get(item, 0)
+        if complete and all(j.correct for j in kept):
+            right += 1
+    return right, counted, _ratio(right, counted)
+
+
 def _rouge_by_metric(replies: Sequence[JudgmentRecord]) -> dict[str, float | None]:
     names = sorted({name for j in replies for name in (j.rouge_scores or {})})
     return {name: _ratio(sum((j.rouge_scores or {}).get(name, 0.0) for j in replies), len(replies)) for name in names}
 
 
-def _figures(mine: Sequence[JudgmentRecord]) -> LevelMetrics:
-    """The figures of one set of judgments (a level, or all)."""
+def _figures(mine: Sequence[JudgmentRecord], steps: Mapping[str, int] | None = None) -> LevelMetrics:
+    """The figures of one set of judgments (a level, or all); ``steps`` as for :func:`item_figures`."""
     api = [j for j in mine if j.kind == "api"]
     correct, counted, share = accuracy(api)
     replies = [j for j in mine if j.kind == "response"]
@@ -241,20 +280,28 @@ def _figures(mine: Sequence[JudgmentRecord]) -> LevelMetrics:
     )
     if episodes:
         figures.episodes_succeeded, figures.episodes, figures.episode_success_rate = accuracy(episodes)
+    if any(j.level == 3 and j.kind == "api" for j in mine):
+        figures.items_correct, figures.items, figures.item_accuracy = item_figures(mine, steps)
     return figures
 
 
-def aggregate(judgments: Sequence[JudgmentRecord]) -> tuple[dict[str, LevelMetrics], LevelMetrics]:
+def aggregate(
+    judgments: Sequence[JudgmentRecord], steps: Mapping[str, int] | None = None
+) -> tuple[dict[str, LevelMetrics], LevelMetrics]:
     """Per-level and overall figures of a list of judgments.
+
+    ``steps`` gives each level-3 item's number of steps (:func:`item_steps`), so that an item missing a step
+    counts wrong (:func:`item_figures`).
 
     Returns:
         ``(levels, overall)``: level (``"1"`` ...) -> its :class:`~apibank_lib.runs.LevelMetrics` (API-call
-        accuracy, ROUGE-L, backend errors, errata counts, and at level 3 the episodes' success rate), and the micro
-        averages over every scored sample (episode figures are per level only).
+        accuracy, ROUGE-L, backend errors, errata counts, and at level 3 the episodes' success rate and the item
+        accuracy), and the micro averages over every scored sample (episode and item figures are per level only).
     """
-    levels = {str(lv): _figures(mine) for lv in (1, 2, 3) if (mine := [j for j in judgments if j.level == lv])}
+    levels = {str(lv): _figures(mine, steps) for lv in (1, 2, 3) if (mine := [j for j in judgments if j.level == lv])}
     overall = _figures(judgments)
     overall.episodes = overall.episodes_succeeded = overall.episode_success_rate = None  # per level only
+    overall.items = overall.items_correct = overall.item_accuracy = None
     overall.note = TOTAL_NOTE
     return levels, overall
 
@@ -311,7 +358,7 @@ def score_run(
     grader = Grader(bench, protocol, searcher=grading_retriever)
     judgments = judge_predictions(bench, grader, predictions, info.prompt_mode)
     cov = coverage(bench, info, predictions)
-    levels, overall = aggregate(judgments)
+    levels, overall = aggregate(judgments, item_steps(bench))
     metrics = Metrics(
         model=info.model,
         prompt_mode=info.prompt_mode,
@@ -366,7 +413,9 @@ class ScoredRun:
         wanted = set(keys)
         judgments = [j for j in self.judgments if j.key in wanted]
         excluded = [j for j in self.excluded if j.key in wanted]
-        levels, overall = aggregate(judgments + excluded)
+        # An item's length is what the whole run holds of it (the run was planned over whole items).
+        steps = {d: len(ids) for d, ids in _item_steps_held(self.judgments + self.excluded).items()}
+        levels, overall = aggregate(judgments + excluded, steps)
         present = judgments + excluded
         failed = sum(1 for j in present if j.backend_error)
         cov = {
@@ -475,13 +524,27 @@ def scored(
     elif note is not None:
         warnings.warn(note, stacklevel=stacklevel)
     judgments = folder.read_judgments()
+    metrics = folder.read_metrics()
+    l3 = metrics.levels.get("3")
+    if l3 is not None and l3.api_samples and l3.items is None:
+        # Scored before item figures existed: they follow from the judgments alone (the run holds whole items).
+        steps = {d: len(ids) for d, ids in _item_steps_held(judgments).items()}
+        l3.items_correct, l3.items, l3.item_accuracy = item_figures(judgments, steps)
     return ScoredRun(
         folder,
         info,
-        folder.read_metrics(),
+        metrics,
         [j for j in judgments if j.excluded is None],
         [j for j in judgments if j.excluded is not None],
     )
+
+
+def _item_steps_held(judgments: Sequence[JudgmentRecord]) -> dict[str, set[int]]:
+    held: dict[str, set[int]] = {}
+    for j in judgments:
+        if j.level == 3 and j.kind == "api":
+            held.setdefault(j.dialogue_id, set()).add(j.sample_id)
+    return held
 
 
 def _lacks_call_stages(folder: RunFolder) -> bool:
