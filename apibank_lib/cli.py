@@ -413,7 +413,8 @@ def _print_metrics(metrics: Metrics, folder: str | Path | None = None) -> None:
     partial = " [PARTIAL]" if metrics.partial else ""
     where = f"\n  {folder}" if folder is not None else ""
     print(f"{metrics.model} ({metrics.prompt_mode or '?'} prompts) under protocol {metrics.protocol_version}{partial}{where}")
-    print(_table(rows, ["level", "API-call accuracy", "ROUGE-L", "items right (steps)", "episodes solved", "failed in the backend"]))
+    headers = ["level", "API-call accuracy", "ROUGE-L", "items right (steps)", "episodes solved", "failed in the backend"]
+    print(_table(rows, headers))
     print(
         f"coverage: {cov['answered']} answered, {cov['failed']} failed, {cov['missing']} missing of {cov['expected']} expected",
         end="",

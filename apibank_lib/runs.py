@@ -602,7 +602,8 @@ class LevelMetrics:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form; the episode, item and note entries only where they apply."""
         out = asdict(self)
-        for key in ("episodes", "episodes_succeeded", "episode_success_rate", "items", "items_correct", "item_accuracy", "note"):
+        optional = ("episodes", "episodes_succeeded", "episode_success_rate", "items", "items_correct", "item_accuracy")
+        for key in (*optional, "note"):
             if out[key] is None:
                 del out[key]
         return out

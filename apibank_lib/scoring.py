@@ -11,8 +11,8 @@ Nothing here queries a model. :func:`score_run` reads the folder
 2. :func:`aggregate`: API-call accuracy (correct / samples, duplicate samples
    included, as in the paper; samples an erratum of the data excludes are
    counted apart), ROUGE-L of replies, the episode success rate and the share of
-   level-3 items whose every teacher-forced step is right, per level; the overall figures are micro averages over every scored sample;
-   coverage says how much of what the run's settings ask for was answered.
+   level-3 items whose every teacher-forced step is right, per level; the overall
+   figures are micro averages over every scored sample; coverage says how much of what the run's settings ask for was answered.
 3. ``judgments.jsonl`` and ``metrics.json`` are written.
 """
 
