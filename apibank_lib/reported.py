@@ -30,10 +30,15 @@ __all__ = [
     "PAPER_TOOLALPACA",
     "OFFICIAL_RELEASE_COUNTS",
     "ORIGINAL_REPLAY",
+    "TOOLRL_FILE",
+    "toolrl_reported",
 ]
 
 REPORTED_FILE = PROJECT_ROOT / "data" / "reported" / "api_bank_paper.json"
 """The data file of reported figures."""
+
+TOOLRL_FILE = PROJECT_ROOT / "data" / "reported" / "toolrl.json"
+"""API-Bank figures published under ToolRL's protocol (:mod:`apibank_lib.toolrl`), with their source."""
 
 
 @lru_cache(maxsize=1)
@@ -68,3 +73,11 @@ OFFICIAL_RELEASE_COUNTS: dict[str, dict[str, int]] = {
 
 ORIGINAL_REPLAY: dict[str, Any] = reported()["original_replay"]
 """How much of its own gold the original evaluator accepts on the official release (levels 1-2, %)."""
+
+
+@lru_cache(maxsize=1)
+def toolrl_reported() -> dict[str, Any]:
+    """API-Bank figures published under ToolRL's protocol: ``source``, ``note`` (how they were read), ``protocol``
+    (the version a run must have been judged under to sit beside them), ``entries`` per level and ``rows`` (model,
+    training, overall, l1, l2, l3 in %)."""
+    return json.loads(TOOLRL_FILE.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
