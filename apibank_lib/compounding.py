@@ -13,8 +13,9 @@ per model, on the items both were measured on:
 
 each with a 95% interval that resamples items (one bootstrap draw of items serves every column, so the columns of
 a row are comparable; over fewer than :data:`MIN_ITEMS` items the interval is left blank and the row's note says
-why). Item accuracy below the independent figure means a model's wrong steps cluster in some items;
-episodes below item accuracy mean that its own mistakes, fed back, cost more than the gold history hides.
+why). Item accuracy above the independent figure means a model's wrong steps cluster in a few items (hard items);
+below it, they are spread over more items than chance would put them. Episodes below item accuracy mean that the
+model's own mistakes, fed back, cost more than the gold history lets a teacher-forced score show.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from apibank_lib.stats import N_BOOT, SEED
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MIN_ITEMS", "ItemOutcome", "compounding_table", "item_outcomes"]
+__all__ = ["MIN_ITEMS", "ItemOutcome", "compounding_table", "item_outcomes", "summary"]
 
 LEVEL = 0.95
 MIN_ITEMS = 10
@@ -152,3 +153,22 @@ def compounding_table(runs: Sequence[ScoredRun], *, n_boot: int = N_BOOT, seed: 
         )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def summary(table: pd.DataFrame) -> str:
+    """What a compounding table says, in one sentence (for under the table): how many runs' items come out below
+    what independent steps would give, and how many runs' episodes below their teacher-forced items."""
+    measured = table[table["step acc"].between(0.0, 100.0, inclusive="neither")] if len(table) else table
+    if not len(measured):
+        return "No run here has level-3 step accuracy strictly between 0 and 100%, so there is nothing to compound."
+    independent = measured["item acc if steps were independent"]
+    spread = int((measured["item acc"] < independent).sum())
+    clustered = int((measured["item acc"] > independent).sum())
+    with_episodes = measured[measured["episode success"].notna()]
+    below = int((with_episodes["episode success"] < with_episodes["item acc"]).sum())
+    return (
+        f"Of {len(measured)} run(s) with some but not all level-3 steps right, {clustered} solve more items than "
+        f"independent steps would (their wrong steps cluster in a few items) and {spread} fewer (spread over more "
+        f"items than chance); {below} of the {len(with_episodes)} with episodes succeed less often running free "
+        "than teacher-forced."
+    )

@@ -24,7 +24,7 @@
 
 # %%
 from apibank_lib import load_benchmark
-from apibank_lib import analysis, plots, workbench
+from apibank_lib import analysis, compounding, plots, workbench
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
@@ -117,6 +117,20 @@ plots.rouge_figure(comparison);
 pairs = analysis.paired_tables(runs, PAIRS, n_boot=N_BOOT, seed=SEED)
 analysis.save_table(pairs, "paired_comparisons")
 pairs
+
+# %% [markdown]
+# ## How errors compound at level 3
+#
+# Per model, on the same level-3 items: step accuracy (every teacher-forced step a sample), item accuracy (an item is
+# right only when all its steps are: the paper's Plan+Retrieve+Call metric), the item accuracy that independent steps
+# would give (the mean over items of step accuracy to the power of the item's steps), and the agent episodes'
+# success (free-running), each with a 95% interval over items; over fewer than 10 items the interval is left blank.
+
+# %%
+compound = compounding.compounding_table(runs, n_boot=N_BOOT, seed=SEED)
+analysis.save_table(compound, "compounding")
+print(compounding.summary(compound))
+compound
 
 # %% [markdown]
 # ## Repeated trials: pass^k

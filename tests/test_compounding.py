@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.compounding import compounding_table, item_outcomes
+from apibank_lib.compounding import compounding_table, item_outcomes, summary
 from apibank_lib.datasets import Benchmark
 from apibank_lib.runner import run
 from apibank_lib.runs import JudgmentRecord, RunConfig
@@ -50,6 +50,13 @@ def test_wrong_steps_compound_into_items(oracle: ScoredRun) -> None:
     assert row["episode success"] == round(100 * (n_items - 1) / n_items, 2)
     assert row["item acc low"] < row["item acc"] <= row["item acc high"]
     assert row["step acc low"] < row["step acc"] <= row["step acc high"]
+    # The sentence counts what the row shows: items against independent steps, episodes against items.
+    said = summary(compounding_table([broken], n_boot=100))
+    more = row["item acc"] > row["item acc if steps were independent"]
+    below = row["episode success"] < row["item acc"]
+    assert said.startswith("Of 1 run(s)") and f"{int(more)} solve more items" in said
+    assert f"{int(below)} of the 1 with episodes succeed less often" in said
+    assert "nothing to compound" in summary(compounding_table([oracle], n_boot=100))
 
 
 def test_a_run_without_level_3_steps_is_left_out(bench: Benchmark, tmp_path: Path) -> None:
