@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from apibank_lib.scoring import ScoredRun
-from apibank_lib.stats import N_BOOT, SEED
+from apibank_lib.stats import N_BOOT, SEED, percentiles
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,11 +103,10 @@ def _figures(outcomes: Sequence[ItemOutcome], draws: np.ndarray) -> dict[str, tu
     if all(o.episode is not None for o in outcomes):
         episode = np.array([bool(o.episode) for o in outcomes], dtype=float)
         columns["episode"] = lambda idx: episode[idx].mean(axis=-1)
-    tail = (1.0 - LEVEL) / 2.0 * 100.0
     out: dict[str, tuple[float, float, float] | None] = {"episode": None}
     for name, figure in columns.items():
-        low, high = np.percentile(figure(draws), [tail, 100.0 - tail])
-        out[name] = (100.0 * float(figure(everything)), 100.0 * float(low), 100.0 * float(high))
+        low, high = percentiles(figure(draws), LEVEL)
+        out[name] = (100.0 * float(figure(everything)), 100.0 * low, 100.0 * high)
     return out
 
 

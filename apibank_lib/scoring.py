@@ -12,7 +12,8 @@ Nothing here queries a model. :func:`score_run` reads the folder
    included, as in the paper; samples an erratum of the data excludes are
    counted apart), ROUGE-L of replies, the episode success rate and the share of
    level-3 items whose every teacher-forced step is right, per level; the overall
-   figures are micro averages over every scored sample; coverage says how much of what the run's settings ask for was answered.
+   figures are micro averages over every scored sample; coverage says how much of
+   what the run's settings ask for was answered.
 3. ``judgments.jsonl`` and ``metrics.json`` are written.
 """
 
@@ -249,7 +250,7 @@ def item_figures(
         if not kept:
             continue
         counted += 1
-        complete = steps is None or len({j.sample_id for j in mine}) >= steps.get(item, 0)
+        complete = steps is None or _item_lengths(mine)[item] >= steps.get(item, 0)
         if complete and all(j.correct for j in kept):
             right += 1
     return right, counted, _ratio(right, counted)
@@ -414,8 +415,7 @@ class ScoredRun:
         judgments = [j for j in self.judgments if j.key in wanted]
         excluded = [j for j in self.excluded if j.key in wanted]
         # An item's length is what the whole run holds of it (the run was planned over whole items).
-        steps = {d: len(ids) for d, ids in _item_steps_held(self.judgments + self.excluded).items()}
-        levels, overall = aggregate(judgments + excluded, steps)
+        levels, overall = aggregate(judgments + excluded, _item_lengths(self.judgments + self.excluded))
         present = judgments + excluded
         failed = sum(1 for j in present if j.backend_error)
         cov = {
@@ -528,8 +528,7 @@ def scored(
     l3 = metrics.levels.get("3")
     if l3 is not None and l3.api_samples and l3.items is None:
         # Scored before item figures existed: they follow from the judgments alone (the run holds whole items).
-        steps = {d: len(ids) for d, ids in _item_steps_held(judgments).items()}
-        l3.items_correct, l3.items, l3.item_accuracy = item_figures(judgments, steps)
+        l3.items_correct, l3.items, l3.item_accuracy = item_figures(judgments, _item_lengths(judgments))
     return ScoredRun(
         folder,
         info,
@@ -539,12 +538,13 @@ def scored(
     )
 
 
-def _item_steps_held(judgments: Sequence[JudgmentRecord]) -> dict[str, set[int]]:
+def _item_lengths(judgments: Sequence[JudgmentRecord]) -> dict[str, int]:
+    """The distinct level-3 steps the judgments hold, by item (all trials together)."""
     held: dict[str, set[int]] = {}
     for j in judgments:
         if j.level == 3 and j.kind == "api":
             held.setdefault(j.dialogue_id, set()).add(j.sample_id)
-    return held
+    return {item: len(ids) for item, ids in held.items()}
 
 
 def _lacks_call_stages(folder: RunFolder) -> bool:

@@ -18,7 +18,7 @@ import numpy as np
 
 from apibank_lib.errors import ConfigError
 
-__all__ = ["Interval", "PairedComparison", "bootstrap_mean", "paired_comparison", "N_BOOT", "SEED", "wilson_interval"]
+__all__ = ["Interval", "PairedComparison", "bootstrap_mean", "paired_comparison", "percentiles", "N_BOOT", "SEED", "wilson_interval"]
 
 N_BOOT = 2000
 """Bootstrap replicates by default."""
@@ -87,7 +87,8 @@ def _cluster_sums(values: Sequence[float], clusters: Sequence[Hashable]) -> tupl
     return sums, counts
 
 
-def _percentiles(replicates: np.ndarray, level: float) -> tuple[float, float]:
+def percentiles(replicates: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of bootstrap replicates at a confidence level (the one rule every interval here uses)."""
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(replicates, [tail, 100.0 - tail])
     return float(low), float(high)
@@ -121,7 +122,7 @@ def bootstrap_mean(
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(sums), size=(n_boot, len(sums)))
     replicates = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    low, high = _percentiles(replicates, level)
+    low, high = percentiles(replicates, level)
     return Interval(estimate, low, high, level, int(counts.sum()), len(sums))
 
 
@@ -161,7 +162,7 @@ def paired_comparison(
     observed = float(diff_sums.sum() / total)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(diff_sums), size=(n_boot, len(diff_sums)))
-    low, high = _percentiles(diff_sums[draws].sum(axis=1) / counts[draws].sum(axis=1), level)
+    low, high = percentiles(diff_sums[draws].sum(axis=1) / counts[draws].sum(axis=1), level)
     tolerance = 1e-12  # ties in floating point count as "at least as large"
     exact = 2 ** len(diff_sums) <= _EXACT_LIMIT
     if exact:

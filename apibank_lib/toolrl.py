@@ -103,14 +103,14 @@ def _as_call(obj: Mapping[str, Any], gold_name: str) -> tuple[Any, Any]:
 def judge(entry: ToolRLEntry, answer: str) -> ToolRLVerdict:
     """Judge one answer against an entry's gold call by ToolRL's exact match (nothing is executed)."""
     calls = parse_answer(answer)
-    for call in calls:
-        name, params = _as_call(call, entry.gold_name)
-        if name == entry.gold_name and params == entry.gold_parameters:
-            return ToolRLVerdict(True, tuple(calls), "")
+    read = [_as_call(call, entry.gold_name) for call in calls]
+    if (entry.gold_name, entry.gold_parameters) in read:
+        return ToolRLVerdict(True, tuple(calls), "")
+    names = {str(name) for name, _ in read}
     if not calls:
         reason = "no call could be read from the answer"
-    elif not any(_as_call(c, entry.gold_name)[0] == entry.gold_name for c in calls):
-        reason = f"called {', '.join(sorted({str(_as_call(c, entry.gold_name)[0]) for c in calls}))}, expected {entry.gold_name}"
+    elif entry.gold_name not in names:
+        reason = f"called {', '.join(sorted(names))}, expected {entry.gold_name}"
     else:
         reason = f"{entry.gold_name} called with other parameters than the gold's (exact match: values as written)"
     return ToolRLVerdict(False, tuple(calls), reason)

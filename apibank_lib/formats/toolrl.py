@@ -67,9 +67,11 @@ def is_toolrl_folder(path: str | Path) -> bool:
 
 
 def _gold(answer: Any, path: Path, index: int) -> tuple[str, dict[str, Any]]:
-    call = answer[0] if isinstance(answer, list) and len(answer) == 1 else answer
-    if isinstance(answer, list) and len(answer) != 1:
-        raise DataError(f"entry {index}: 'answer' must hold exactly one call, found {len(answer)}", path)
+    if isinstance(answer, list):
+        if len(answer) != 1:
+            raise DataError(f"entry {index}: 'answer' must hold exactly one call, found {len(answer)}", path)
+        answer = answer[0]
+    call = answer
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         raise DataError(f"entry {index}: 'answer' must be a call {{'name': str, 'parameters': dict}}", path)
     params = call.get("parameters", {})
