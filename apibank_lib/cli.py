@@ -327,15 +327,20 @@ def _options(items: list[str] | None) -> dict[str, str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from apibank_lib.formats.toolrl import is_toolrl_folder
     from apibank_lib.runner import run
     from apibank_lib.runs import RunConfig, RunFolder
     from apibank_lib.scoring import OtherVersion, score_run
     from apibank_lib.subsets import FIRST, RANDOM
 
+    if args.data and is_toolrl_folder(args.data):
+        return _run_toolrl(args)
+    if args.protocol == "toolrl":
+        raise ConfigError(f"--protocol toolrl judges ToolRL's processed files; {args.data or 'the bundled data'} is not such a folder")
     config = RunConfig(
         model=args.model,
         levels=tuple(args.level) if args.level else (1, 2, 3),
-        protocol=args.protocol,
+        protocol=args.protocol or V2.name,
         data=args.data,
         limit=args.first if args.first is not None else args.limit,
         draw=FIRST if args.first is not None else RANDOM,
@@ -344,7 +349,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         shots=args.shots,
-        max_tokens=args.max_tokens,
+        max_tokens=args.max_tokens if args.max_tokens is not None else 128,
         level3=args.level3,
         tasks=tuple(args.task) if args.task else ("api", "response"),
         retriever=args.retriever,
@@ -384,6 +389,49 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         _print_metrics(metrics)
     return 0
+
+
+def _run_toolrl(args: argparse.Namespace) -> int:
+    """``apibank run`` on ToolRL's processed files: ToolRL's prompts and protocol (:mod:`apibank_lib.toolrl_runs`)."""
+    from apibank_lib.backends import load_backend
+    from apibank_lib.toolrl_runs import DEFAULT_MAX_TOKENS, run_toolrl
+
+    if args.protocol not in (None, "toolrl"):
+        raise ConfigError(f"{args.data} holds ToolRL's processed files, which are judged by the toolrl protocol only, not {args.protocol}")
+    unsupported = [
+        flag for flag, given in (
+            ("--first", args.first is not None), ("--prompt-mode", args.prompt_mode is not None), ("--shots", bool(args.shots)),
+            ("--trials", args.trials != 1), ("--shard", args.shard is not None), ("--temperature", args.temperature is not None),
+            ("--task", bool(args.task)), ("--level3", args.level3 != "steps"),
+        ) if given
+    ]
+    if unsupported:
+        raise ConfigError(f"{', '.join(unsupported)} do not apply to ToolRL's files (one prompt per entry, as ToolRL gives it)")
+    result = run_toolrl(
+        args.data, load_backend(args.model, **_options(args.option)), model=args.model,
+        levels=tuple(args.level) if args.level else (1, 2, 3), limit=args.limit, seed=args.subset_seed,
+        max_tokens=args.max_tokens if args.max_tokens is not None else DEFAULT_MAX_TOKENS, out=args.out,
+        restart=args.restart, retry_failed=args.retry_failed, progress=not args.json,
+    )
+    metrics = json.loads((result.path / "metrics.json").read_text(encoding="utf-8"))
+    if args.json:
+        _print_json({"run": str(result.path), "requested": result.total, "answered": result.answered, "failed": result.failed,
+                     "skipped": result.skipped, "elapsed_s": round(result.elapsed_s, 2), "metrics": metrics})
+        return 0
+    print(f"run folder: {result.path}")
+    print(f"{result.answered} answered, {result.failed} failed, {result.skipped} already done, in {result.elapsed_s:.1f} s")
+    _print_toolrl_metrics(metrics)
+    return 0
+
+
+def _print_toolrl_metrics(metrics: dict[str, Any]) -> None:
+    rows = []
+    for name, m in [*((f"level {lv}", m) for lv, m in metrics["levels"].items()), ("overall", metrics["overall"])]:
+        iv = m.get("interval", {})
+        ci = f"[{iv['low']:.2f}, {iv['high']:.2f}]" if iv.get("low") is not None else f"({iv.get('why_blank', '')})"
+        rows.append([name, f"{m['accuracy']:.2f}%" if m["accuracy"] is not None else "", f"{m['right']}/{m['entries']}", ci, iv.get("dialogues", "")])
+    print(f"protocol {metrics['protocol']} (ToolRL's exact match of name and parameters; nothing executed)")
+    print(_table(rows, ["", "accuracy", "right", "95% interval", "dialogues"]))
 
 
 def _print_metrics(metrics: Metrics, folder: str | Path | None = None) -> None:
@@ -807,13 +855,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run folder (default: runs/<model>-<protocol>-<settings hash> in the project, or under $APIBANK_RUNS)",
     )
-    p.add_argument("--protocol", choices=protocols, default=V2.name)
+    p.add_argument(
+        "--protocol", choices=[*protocols, "toolrl"], default=None,
+        help=f"grading protocol (default {V2.name}; toolrl, the only one, for ToolRL's processed files)",
+    )
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (HTTP backends)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--shots", type=int, choices=[0, 1], default=0, help="prepend one worked example (helps small base models)"
     )
-    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument(
+        "--max-tokens", type=int, default=None,
+        help="answer budget (default 128; 512 on ToolRL's files, whose format asks for reasoning first)",
+    )
     p.add_argument("--task", action="append", choices=("api", "response"), help="repeat for both (default: API calls and replies)")
     p.add_argument(
         "--level3",

@@ -18,13 +18,17 @@ import numpy as np
 
 from apibank_lib.errors import ConfigError
 
-__all__ = ["Interval", "PairedComparison", "bootstrap_mean", "paired_comparison", "percentiles", "N_BOOT", "SEED", "wilson_interval"]
+__all__ = ["MIN_CLUSTERS", "Interval", "PairedComparison", "bootstrap_mean", "paired_comparison", "percentiles", "N_BOOT", "SEED", "wilson_interval"]
 
 N_BOOT = 2000
 """Bootstrap replicates by default."""
 
 SEED = 0
 """The default seed of every resampling."""
+
+MIN_CLUSTERS = 10
+"""Below this many resampled clusters (dialogues or items) an interval is not shown: a bootstrap over three
+dialogues gives bounds that look exact and mean nothing (tables leave the cell blank and say why)."""
 
 _EXACT_LIMIT = 4096
 """Up to this many sign patterns (12 clusters), a permutation test enumerates them all instead of sampling."""

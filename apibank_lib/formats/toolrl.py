@@ -55,6 +55,16 @@ class ToolRLEntry:
         """A stable id, ``TR<level>/<index>``."""
         return f"TR{self.level}/{self.index}"
 
+    @property
+    def dialogue_id(self) -> str:
+        """The release dialogue the entry comes from (the file's stem at levels 1-2, the item's index at level 3):
+        what an interval resamples and a subset draws whole."""
+        if "file" in self.source:
+            return str(self.source["file"]).removesuffix(".jsonl")
+        if "sample_id" in self.source:
+            return str(self.source["sample_id"])
+        return f"entry-{self.index}"
+
     def gold(self) -> dict[str, Any]:
         """The gold call as ToolRL writes one, ``{"name", "parameters"}``."""
         return {"name": self.gold_name, "parameters": dict(self.gold_parameters)}
