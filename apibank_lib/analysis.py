@@ -41,8 +41,8 @@ from apibank_lib.reported import (
     PAPER_TOOLALPACA,
 )
 from apibank_lib.runs import JudgmentRecord, RunFolder, default_runs_dir
-from apibank_lib.scoring import ScoredRun, accuracy, scored
-from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
+from apibank_lib.scoring import ScoredRun, accuracy, item_lengths, item_results, scored
+from apibank_lib.stats import MIN_CLUSTERS, N_BOOT, SEED, bootstrap_mean, bounds, paired_comparison
 from apibank_lib.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
 from apibank_lib.tools.base import LEVEL3, LEVEL12
 from apibank_lib.tools.registry import domains
@@ -64,6 +64,10 @@ __all__ = [
     "COST_COLUMNS",
     "TIMED_COLUMNS",
     "count_column",
+    "units_column",
+    "ITEMS_COLUMN",
+    "EPISODES_COLUMN",
+    "REPORTED_COLUMNS",
     "compare_runs",
     "breakdown",
     "paired_table",
@@ -230,14 +234,31 @@ def _cluster(j: JudgmentRecord) -> tuple[int, str]:
     return (j.level, j.dialogue_id)
 
 
-def _accuracy(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, float | None, float | None]:
-    """Accuracy (%) over a set of API-call (or episode) judgments (:func:`apibank_lib.scoring.accuracy`), with its
-    interval (dialogues resampled)."""
+def _accuracy(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, float | None, float | None, int]:
+    """Accuracy (%) over a set of API-call (or episode) judgments (:func:`apibank_lib.scoring.accuracy`), its
+    interval (dialogues resampled; none below :data:`~apibank_lib.stats.MIN_CLUSTERS` dialogues) and how many
+    dialogues it rests on."""
     _, counted, share = accuracy(js)
     if not counted:
-        return None, None, None
+        return None, None, None, 0
     iv = bootstrap_mean([1.0 if j.correct else 0.0 for j in js], [_cluster(j) for j in js], n_boot=n_boot, seed=seed)
-    return _pct(share), _pct(iv.low), _pct(iv.high)
+    if iv.clusters < MIN_CLUSTERS:
+        return _pct(share), None, None, iv.clusters
+    return _pct(share), _pct(iv.low), _pct(iv.high), iv.clusters
+
+
+def _item_accuracy(run: ScoredRun, n_boot: int, seed: int) -> tuple[float | None, float | None, float | None, int]:
+    """The paper's level-3 item accuracy (every teacher-forced step of an item right), its interval over items
+    (none below :data:`~apibank_lib.stats.MIN_CLUSTERS` items) and the number of items."""
+    everything = run.judgments + run.excluded
+    results = item_results(everything, item_lengths(everything))
+    if not results:
+        return None, None, None, 0
+    iv = bootstrap_mean([float(ok) for _, ok in results], [item for (_, item), _ in results], n_boot=n_boot, seed=seed)
+    share = sum(ok for _, ok in results) / len(results)
+    if iv.clusters < MIN_CLUSTERS:
+        return _pct(share), None, None, len(results)
+    return _pct(share), _pct(iv.low), _pct(iv.high), len(results)
 
 
 def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, ...]:
@@ -281,6 +302,17 @@ def _cost_cells(run: ScoredRun, price_per_mtok: tuple[float, float] | None) -> d
     return cells
 
 
+ITEMS_COLUMN = "Plan+Retrieve+Call items"
+"""The paper's level-3 metric: items whose every teacher-forced step is right, over items."""
+
+EPISODES_COLUMN = "Plan+Retrieve+Call episodes"
+"""Our free-running agent episodes that reach the gold end state (no reported figure measures this)."""
+
+REPORTED_COLUMNS = {"l1_acc": "Call acc", "l2_acc": "Retrieve+Call acc", "l3_acc": ITEMS_COLUMN}
+"""Where each of the paper's accuracies goes in the main table: under the column that measures what it measured.
+The paper's level-3 figure (e.g. GPT-4's 70.00 = 35 of 50) is the original evaluator's item accuracy."""
+
+
 def main_table(
     runs: Sequence[ScoredRun],
     *,
@@ -295,10 +327,13 @@ def main_table(
     Columns: the run's labels (model, prompt mode, protocol, data), ``subset`` (which samples: ``all``, or a
     limit's size, draw and seed), ``source`` ("measured here" or "reported"), ``date``,
     then per ability ``<Ability> acc`` with ``... low``/``... high`` (95% interval), ``<Ability> n`` (the
-    API-call samples it is over) and ``<Ability> ROUGE-L``; ``Plan+Retrieve+Call episodes`` is the agent-loop
-    success rate when the run has episodes (the paper's level-3 accuracy counts
-    items, which the episodes measure; the step accuracy counts teacher-forced
-    steps); ``Total acc``/``Total ROUGE-L`` as described in the module docstring.
+    API-call samples it is over), ``<Ability> dialogues`` (the dialogues, at level 3 items, its interval resamples)
+    and ``<Ability> ROUGE-L``. Level 3 has three accuracies that measure different things: ``Plan+Retrieve+Call
+    acc`` counts teacher-forced steps; ``Plan+Retrieve+Call items`` (:data:`ITEMS_COLUMN`) counts items whose every
+    step is right, the paper's metric, where its three level-3 figures go; ``Plan+Retrieve+Call episodes``
+    (:data:`EPISODES_COLUMN`) counts our free-running agent episodes that end in the gold state, which nobody
+    reported. ``Total acc``/``Total ROUGE-L`` as described in the module docstring. An interval over fewer than
+    :data:`~apibank_lib.stats.MIN_CLUSTERS` dialogues (items) is left blank: its count says why.
     The paper's rows follow, labelled "reported", when ``reported_rows`` is True or, by default, when every run is
     on an official release (the data the paper measured on; beside our bundled benchmark its figures would read as
     comparable). ``dated=False`` leaves the date out (for outputs compared across days).
@@ -316,19 +351,25 @@ def main_table(
             row["date"] = r.date
         for level, ability in ABILITIES.items():
             api = [j for j in r.judgments if j.level == level and j.kind == "api"]
-            acc, low, high = _accuracy(api, n_boot, seed)
+            acc, low, high, dialogues = _accuracy(api, n_boot, seed)
             rouge, _, _ = _rouge([j for j in r.judgments if j.level == level and j.kind == "response"], n_boot, seed)
             row.update({f"{ability} acc": acc, f"{ability} acc low": low, f"{ability} acc high": high})
             row[f"{ability} n"] = len(api)
+            row[f"{ability} dialogues"] = dialogues
             row[f"{ability} ROUGE-L"] = rouge
+        items, low, high, counted = _item_accuracy(r, n_boot, seed)
+        row.update({ITEMS_COLUMN: items, f"{ITEMS_COLUMN} low": low, f"{ITEMS_COLUMN} high": high})
+        row[f"{ITEMS_COLUMN} n"] = counted
+        row[f"{ITEMS_COLUMN} dialogues"] = counted
         episode_judgments = [j for j in r.judgments if j.kind == "episode"]
-        episodes, low, high = _accuracy(episode_judgments, n_boot, seed)
-        row.update({"Plan+Retrieve+Call episodes": episodes, "Plan+Retrieve+Call episodes low": low})
-        row["Plan+Retrieve+Call episodes high"] = high
-        row["Plan+Retrieve+Call episodes n"] = len(episode_judgments)
+        episodes, low, high, dialogues = _accuracy(episode_judgments, n_boot, seed)
+        row.update({EPISODES_COLUMN: episodes, f"{EPISODES_COLUMN} low": low, f"{EPISODES_COLUMN} high": high})
+        row[f"{EPISODES_COLUMN} n"] = len(episode_judgments)
+        row[f"{EPISODES_COLUMN} dialogues"] = dialogues
         api_judgments = [j for j in r.judgments if j.kind == "api"]
-        total, low, high = _accuracy(api_judgments, n_boot, seed)
+        total, low, high, dialogues = _accuracy(api_judgments, n_boot, seed)
         row.update({"Total acc": total, "Total acc low": low, "Total acc high": high, "Total n": len(api_judgments)})
+        row["Total dialogues"] = dialogues
         row["Total ROUGE-L"] = _rouge([j for j in r.judgments if j.kind == "response"], n_boot, seed)[0]
         row.update(_cost_cells(r, price_per_mtok))
         rows.append(row)
@@ -340,13 +381,14 @@ def main_table(
         for model, v in PAPER_MAIN_RESULTS.items():
             row = {"model": model, "prompt mode": "", "protocol": "", "data": "API-Bank (paper)", "subset": "", "source": "reported"}
             for level, ability in ABILITIES.items():
-                # The paper's level-3 accuracy counts solved items, which our episodes measure, not steps.
-                row[f"{ability} acc" if level < 3 else "Plan+Retrieve+Call episodes"] = v[f"l{level}_acc"]
+                # The paper's level-3 accuracy counts items whose every teacher-forced step is right
+                # (REPORTED_COLUMNS): not steps, and not free-running episodes.
+                row[REPORTED_COLUMNS[f"l{level}_acc"]] = v[f"l{level}_acc"]
                 row[f"{ability} ROUGE-L"] = v[f"l{level}_rouge"]
             row.update({"Total acc": v["total_acc"], "Total ROUGE-L": v["total_rouge"]})
             rows.append(row)
     table = pd.DataFrame(rows)
-    counts = [c for c in table.columns if c.endswith(" n") or c.startswith("tokens ")]
+    counts = [c for c in table.columns if c.endswith((" n", " dialogues")) or c.startswith("tokens ")]
     return table.astype({c: "Int64" for c in counts})  # counts stay whole numbers beside the reported rows' blanks
 
 
@@ -355,6 +397,12 @@ def count_column(accuracy_column: str) -> str:
     ``Plan+Retrieve+Call episodes`` -> ``Plan+Retrieve+Call episodes n``)."""
     stem = accuracy_column.removesuffix(" acc")
     return f"{stem} n"
+
+
+def units_column(accuracy_column: str) -> str:
+    """The main table's column counting what an accuracy column's interval resamples (dialogues; level-3 items):
+    ``Call acc`` -> ``Call dialogues``."""
+    return f"{accuracy_column.removesuffix(' acc')} dialogues"
 
 
 def compact_main_table(main: Any) -> pd.DataFrame:
@@ -372,9 +420,20 @@ def compact_main_table(main: Any) -> pd.DataFrame:
         if value is None or value != value:
             return ""
         low, high = row.get(f"{column} low"), row.get(f"{column} high")
-        shown = f"{value:.2f}" if low is None or low != low else f"{value:.2f} [{low:.2f}, {high:.2f}]"
-        n = row.get(count_column(column))
-        return shown if n is None or pd.isna(n) else f"{shown} (n={int(n)})"  # every measured accuracy shows its count
+        has_interval = low is not None and low == low
+        shown = f"{value:.2f} [{low:.2f}, {high:.2f}]" if has_interval else f"{value:.2f}"
+        n, units = row.get(count_column(column)), row.get(units_column(column))
+        if n is None or pd.isna(n):
+            return shown  # a reported figure: no count to show
+        # Every measured accuracy shows its count and what its interval resamples (level-3 items, or dialogues).
+        unit = "items" if column.startswith(ABILITIES[3]) else "dialogues"
+        if column == ITEMS_COLUMN:
+            count = f"{int(n)} items"
+        else:
+            count = f"n={int(n)}" if units is None or pd.isna(units) else f"n={int(n)}, {int(units)} {unit}"
+        if not has_interval and units is not None and not pd.isna(units) and int(units) < MIN_CLUSTERS:
+            return f"{shown} ({count}: too few for an interval)"
+        return f"{shown} ({count})"
 
     def rouge(row: Any, column: str) -> str:
         value = row.get(column)
@@ -402,7 +461,8 @@ def compact_main_table(main: Any) -> pd.DataFrame:
         for ability in ABILITIES.values():
             out[f"{ability} acc"] = acc(row, f"{ability} acc")
             out[f"{ability} ROUGE-L"] = rouge(row, f"{ability} ROUGE-L")
-        out["Plan+Retrieve+Call episodes"] = acc(row, "Plan+Retrieve+Call episodes")
+        out[ITEMS_COLUMN] = acc(row, ITEMS_COLUMN)
+        out[EPISODES_COLUMN] = acc(row, EPISODES_COLUMN)
         out["Total acc"] = acc(row, "Total acc")
         out["Total ROUGE-L"] = rouge(row, "Total ROUGE-L")
         if "s/answer (median)" in main.columns:
@@ -444,6 +504,9 @@ def compare_runs(runs: Sequence[ScoredRun], *, price_per_mtok: tuple[float, floa
             row[f"L{lv} samples"] = m.api_samples
             for name, value in m.rouge_l_by_metric.items():
                 row[f"L{lv} ROUGE-L ({name})"] = value
+            if m.items is not None:
+                row["L3 items right"] = _pct(m.item_accuracy)  # the paper's level-3 metric
+                row["L3 items"] = m.items
             if m.episodes is not None:
                 row["L3 episodes solved"] = _pct(m.episode_success_rate)
         row["total acc"] = _pct(r.metrics.overall.api_accuracy)
@@ -505,8 +568,10 @@ def breakdown(
         groups[(j.level, group)].append(j)
     rows = []
     for (level, group), js in sorted(groups.items()):
-        acc, low, high = _accuracy(js, n_boot, seed)
-        rows.append({"level": level, by: group, "samples": len(js), "acc": acc, "acc low": low, "acc high": high})
+        acc, low, high, dialogues = _accuracy(js, n_boot, seed)
+        rows.append(
+            {"level": level, by: group, "samples": len(js), "dialogues": dialogues, "acc": acc, "acc low": low, "acc high": high}
+        )
     return pd.DataFrame(rows)
 
 
@@ -570,11 +635,11 @@ def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int 
                     "metric": metric,
                     "level": "all" if level is None else level,
                     "samples": cmp.samples,
+                    "dialogues": cmp.clusters,
                     "A": round(sum(va) / len(va), digits),
                     "B": round(sum(vb) / len(vb), digits),
                     "A - B": round(cmp.difference, digits),
-                    "low": round(cmp.low, digits),
-                    "high": round(cmp.high, digits),
+                    **dict(zip(("low", "high"), bounds(cmp, 1.0, digits))),  # blank below MIN_CLUSTERS dialogues
                     "p": round(cmp.p_value, 4),
                 }
             )
@@ -615,9 +680,10 @@ def trials_table(run: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> p
     for name, mine in trial_groups(full):
         for measure, k, values in measures(mine, k_max):
             iv = bootstrap_mean([100 * v for v in values], [s.cluster for s in mine], n_boot=n_boot, seed=seed)
+            low, high = bounds(iv)
             rows.append(
-                {"level": name, "measure": measure, "k": k, "samples": len(mine), "value (%)": round(iv.estimate, 2),
-                 "low": round(iv.low, 2), "high": round(iv.high, 2)}
+                {"level": name, "measure": measure, "k": k, "samples": len(mine), "dialogues": iv.clusters,
+                 "value (%)": round(iv.estimate, 2), "low": low, "high": high}
             )
     return pd.DataFrame(rows)
 
@@ -965,6 +1031,7 @@ def toolalpaca_table(
             "Call acc high": None,
             "Call ROUGE-L (%)": v["rouge_l"],
             "API-call samples": None,
+            "dialogues": None,
             "source": "reported",
         }
         for m, v in PAPER_TOOLALPACA.items()
@@ -975,7 +1042,7 @@ def toolalpaca_table(
     for r in runs:
         level1 = [j for j in r.judgments if j.level == 1 and (shared is None or j.key in shared)]
         api = [j for j in level1 if j.kind == "api"]
-        acc, low, high = _accuracy(api, n_boot, seed)
+        acc, low, high, dialogues = _accuracy(api, n_boot, seed)
         rouge = _rouge([j for j in level1 if j.kind == "response"], n_boot, seed)[0]
         rows.append(
             {
@@ -986,6 +1053,7 @@ def toolalpaca_table(
                 "Call acc high": high,
                 "Call ROUGE-L (%)": None if rouge is None else round(100 * rouge, 2),
                 "API-call samples": len(api),
+                "dialogues": dialogues,
                 "source": f"measured here ({r.model}, {r.protocol}, {r.data})",
             }
         )
@@ -1021,12 +1089,13 @@ def training_data_table(
         for label, js in [*((ABILITIES[lv], [j for j in api if j.level == lv]) for lv in sorted(ABILITIES)), ("Total", api)]:
             if not js:
                 continue
-            acc, low, high = _accuracy(js, n_boot, seed)
+            acc, low, high, dialogues = _accuracy(js, n_boot, seed)
             row.update({f"{label} acc": acc, f"{label} acc low": low, f"{label} acc high": high, f"{label} n": len(js)})
+            row[f"{label} dialogues"] = dialogues
         row["source"] = f"measured here ({r.model}, {r.protocol}, {r.data})"
         rows.append(row)
     table = pd.DataFrame(rows)
-    counts = [c for c in table.columns if c.endswith(" n")]
+    counts = [c for c in table.columns if c.endswith((" n", " dialogues"))]
     return table.astype({c: "Int64" for c in counts + ["training samples"] if c in table.columns})
 
 

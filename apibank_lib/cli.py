@@ -328,6 +328,7 @@ def _options(items: list[str] | None) -> dict[str, str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from apibank_lib.formats.toolrl import is_toolrl_folder
+    from apibank_lib.protocols import V2
     from apibank_lib.runner import run
     from apibank_lib.runs import RunConfig, RunFolder
     from apibank_lib.scoring import OtherVersion, score_run

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from apibank_lib.scoring import ScoredRun
-from apibank_lib.stats import N_BOOT, SEED, percentiles
+from apibank_lib.stats import MIN_CLUSTERS, N_BOOT, SEED, percentiles
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["MIN_ITEMS", "ItemOutcome", "compounding_table", "item_outcomes", "summary"]
 
 LEVEL = 0.95
-MIN_ITEMS = 10
+MIN_ITEMS = MIN_CLUSTERS
 """Below this many items an interval says nothing trustworthy (a resample of 3 items has few distinct values):
 the table leaves it blank and says why."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.analysis import ABILITIES, FUNNEL_STAGES, count_column, figures_dir
+from apibank_lib.analysis import ABILITIES, FUNNEL_STAGES, ITEMS_COLUMN, count_column, figures_dir
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -71,30 +71,31 @@ def _count(n: Any) -> str:
 
 
 def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | Path | None = None) -> Figure:
-    """API-call accuracy per ability: measured runs as bars with 95% intervals, the paper's models as markers."""
+    """API-call accuracy per ability: measured runs as bars with 95% intervals, the paper's models as markers, each
+    over the column that measures what it measured (the paper's level-3 figures over item accuracy, never over
+    steps or episodes; :data:`apibank_lib.analysis.REPORTED_COLUMNS`)."""
     plt = _plt()
     measured = main[main["source"] == "measured here"].reset_index(drop=True)
     reported = main[main["source"] == "reported"].reset_index(drop=True)
-    columns = [f"{a} acc" for a in ABILITIES.values()] + ["Total acc"]
-    # the paper's level-3 accuracy counts solved items; ours in this column counts teacher-forced steps
-    labels = [*list(ABILITIES.values())[:2], "Plan+Retrieve+Call\n(bars: steps; markers: items)", "Total"]
-    fig, ax = plt.subplots(figsize=(9, 4.2))
+    columns = [f"{a} acc" for a in ABILITIES.values()] + [ITEMS_COLUMN, "Total acc"]
+    labels = [*list(ABILITIES.values())[:2], "Plan+Retrieve+Call\nsteps", "Plan+Retrieve+Call\nitems", "Total\n(API calls)"]
+    fig, ax = plt.subplots(figsize=(10, 4.2))
     width = 0.8 / max(1, len(measured))
     for i, row in measured.iterrows():
         xs = [k + (i - (len(measured) - 1) / 2) * width for k in range(len(columns))]
-        values = row[columns].astype(float).fillna(0.0).to_numpy()
-        lows = row[[f"{c} low" for c in columns]].astype(float).to_numpy()
-        highs = row[[f"{c} high" for c in columns]].astype(float).to_numpy()
+        values = row.reindex(columns).astype(float).fillna(0.0).to_numpy()
+        lows = row.reindex([f"{c} low" for c in columns]).astype(float).to_numpy()
+        highs = row.reindex([f"{c} high" for c in columns]).astype(float).to_numpy()
+        # No bar for a level the run has no samples of; no whisker where the interval is blank (too few dialogues).
         err = [(values - lows).clip(min=0), (highs - values).clip(min=0)]
-        err = [[0.0 if e != e else e for e in side] for side in err]  # a level the run has no samples of: no bar
+        err = [[0.0 if e != e else e for e in side] for side in err]
         counts = "/".join(_count(row.get(count_column(c))) for c in columns)
         ax.bar(xs, values, width=width * 0.95, yerr=err, capsize=2, label=f"{row['model']} (measured; n={counts})")
     markers = "ov^sDP*X"
     for i, row in reported.iterrows():
-        values = [row[c] if c != "Plan+Retrieve+Call acc" else row["Plan+Retrieve+Call episodes"] for c in columns]
         ax.scatter(
             range(len(columns)),
-            values,
+            [row.get(c) for c in columns],  # blank where the paper reported nothing of that kind (steps)
             marker=markers[i % len(markers)],
             color="black",
             s=18,
@@ -102,12 +103,16 @@ def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | 
             label=f"{row['model']} (reported)",
         )
     ax.set_xticks(range(len(columns)), labels)
-    ax.set_ylabel("API-call accuracy (%)")
+    ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
     data = ", ".join(dict.fromkeys(str(d) for d in measured.get("data", []))) or "the data"
     markers_said = "; markers: reported by the paper on the whole release" if len(reported) else ""
-    ax.set_title(f"API-call accuracy by ability on {data} (bars: measured, 95% CI{markers_said})", fontsize=9)
-    ax.text(0.0, -0.16, "n: API-call samples per ability and in total", transform=ax.transAxes, fontsize=7)
+    ax.set_title(f"Accuracy by ability on {data} (bars: measured, 95% CI{markers_said})", fontsize=9)
+    ax.text(
+        0.0, -0.18, "n: API-call samples per ability (items for the items column) and in total; "
+        "items: every teacher-forced step of an item right, the paper's level-3 metric",
+        transform=ax.transAxes, fontsize=7,
+    )
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save(fig, name, directory)
     return fig

@@ -42,7 +42,7 @@ from apibank_lib.formats.yamlfile import read_yaml
 from apibank_lib.paths import PROJECT_ROOT
 from apibank_lib.protocols import V2, GradingProtocol
 from apibank_lib.retrievers import PAPER_RECIPE, RETRIEVERS, EnrichedRetriever, make_retriever
-from apibank_lib.stats import bootstrap_mean, paired_comparison
+from apibank_lib.stats import bootstrap_mean, bounds, paired_comparison
 from apibank_lib.tools.registry import domains
 from apibank_lib.tools.searcher import ToolSearcher, retrieved_names
 from apibank_lib.types import ApiCallSample, ApiRecord, ToolSchema
@@ -357,11 +357,13 @@ def _quality(ranks: Sequence[int], groups: Sequence[str], *, n_boot: int, seed: 
         ("MRR", [1.0 / r if r else 0.0 for r in ranks], 1, 4),
     ):
         ci = bootstrap_mean(values, list(groups), n_boot=n_boot, seed=seed)
+        low, high = bounds(ci, scale, digits)  # blank below MIN_CLUSTERS groups
+        row["groups"] = ci.clusters
         row.update(
             {
                 column: round(scale * ci.estimate, digits),
-                f"{column} low": round(scale * ci.low, digits),
-                f"{column} high": round(scale * ci.high, digits),
+                f"{column} low": low,
+                f"{column} high": high,
             }
         )
     return row
@@ -377,8 +379,7 @@ def _paired(ranks_a: Sequence[int], ranks_b: Sequence[int], groups: Sequence[str
         "hit@1 a": round(100 * sum(hits_a) / len(hits_a), 2),
         "hit@1 b": round(100 * sum(hits_b) / len(hits_b), 2),
         "difference": round(100 * cmp.difference, 2),
-        "low": round(100 * cmp.low, 2),
-        "high": round(100 * cmp.high, 2),
+        **dict(zip(("low", "high"), bounds(cmp, 100))),
         "p_value": round(cmp.p_value, 4),
     }
 
@@ -744,9 +745,9 @@ def accuracy_by_retriever(
                         "retriever": name,
                         "level": level,
                         "API-call samples": len(part),
+                        "dialogues": ci.clusters,
                         "accuracy": round(100 * (share or 0.0), 2),
-                        "accuracy low": round(100 * ci.low, 2),
-                        "accuracy high": round(100 * ci.high, 2),
+                        **dict(zip(("accuracy low", "accuracy high"), bounds(ci, 100))),
                         "search samples": len(searches),
                         "search accuracy": round(100 * sum(bool(j.correct) for j in searches) / len(searches), 2)
                         if searches

@@ -56,6 +56,8 @@ __all__ = [
     "aggregate",
     "accuracy",
     "item_figures",
+    "item_lengths",
+    "item_results",
     "item_steps",
     "coverage",
     "check_data",
@@ -227,6 +229,25 @@ def item_steps(bench: Benchmark) -> dict[str, int]:
     return steps
 
 
+def item_results(
+    judgments: Sequence[JudgmentRecord], steps: Mapping[str, int] | None = None
+) -> list[tuple[tuple[int, str], bool]]:
+    """Each counted level-3 item's verdict, ``((trial, item), right)`` in order, by the rule of :func:`item_figures`
+    (what an interval over items resamples)."""
+    held: dict[tuple[int, str], list[JudgmentRecord]] = {}
+    for j in judgments:
+        if j.level == 3 and j.kind == "api":
+            held.setdefault((j.trial, j.dialogue_id), []).append(j)
+    out = []
+    for key, mine in sorted(held.items()):
+        kept = [j for j in mine if j.excluded is None]
+        if not kept:
+            continue
+        complete = steps is None or _item_lengths(mine)[key[1]] >= steps.get(key[1], 0)
+        out.append((key, complete and all(j.correct for j in kept)))
+    return out
+
+
 def item_figures(
     judgments: Sequence[JudgmentRecord], steps: Mapping[str, int] | None = None
 ) -> tuple[int, int, float | None]:
@@ -240,20 +261,15 @@ def item_figures(
     on the steps it holds. A step an erratum excludes is left out of its item; an item whose every step is excluded
     is not counted. A step the backend failed to answer is wrong, as everywhere.
     """
-    held: dict[tuple[int, str], list[JudgmentRecord]] = {}
-    for j in judgments:
-        if j.level == 3 and j.kind == "api":
-            held.setdefault((j.trial, j.dialogue_id), []).append(j)
-    right = counted = 0
-    for (_, item), mine in sorted(held.items()):
-        kept = [j for j in mine if j.excluded is None]
-        if not kept:
-            continue
-        counted += 1
-        complete = steps is None or _item_lengths(mine)[item] >= steps.get(item, 0)
-        if complete and all(j.correct for j in kept):
-            right += 1
-    return right, counted, _ratio(right, counted)
+    results = item_results(judgments, steps)
+    right = sum(1 for _, ok in results if ok)
+    return right, len(results), _ratio(right, len(results))
+
+
+def item_lengths(judgments: Sequence[JudgmentRecord]) -> dict[str, int]:
+    """The distinct level-3 steps the judgments hold, by item (all trials together): an item's length when the
+    run holds whole items."""
+    return _item_lengths(judgments)
 
 
 def _rouge_by_metric(replies: Sequence[JudgmentRecord]) -> dict[str, float | None]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from apibank_lib.errors import ConfigError
 
-__all__ = ["MIN_CLUSTERS", "Interval", "PairedComparison", "bootstrap_mean", "paired_comparison", "percentiles", "N_BOOT", "SEED", "wilson_interval"]
+__all__ = ["MIN_CLUSTERS", "Interval", "bounds", "TOO_FEW", "PairedComparison", "bootstrap_mean", "paired_comparison", "percentiles", "N_BOOT", "SEED", "wilson_interval"]
 
 N_BOOT = 2000
 """Bootstrap replicates by default."""
@@ -54,6 +54,23 @@ class Interval:
 
     def __str__(self) -> str:
         return f"{self.estimate:.4f} [{self.low:.4f}, {self.high:.4f}]"
+
+    @property
+    def shown(self) -> bool:
+        """Whether a table shows this interval: it rests on at least :data:`MIN_CLUSTERS` clusters."""
+        return self.clusters >= MIN_CLUSTERS
+
+
+TOO_FEW = f"fewer than {MIN_CLUSTERS} dialogues: no interval"
+"""What a table says where it leaves an interval blank."""
+
+
+def bounds(interval: Interval | PairedComparison, scale: float = 1.0, digits: int = 2) -> tuple[float | None, float | None]:
+    """The interval's bounds as a table shows them (times ``scale``, rounded), or ``(None, None)`` when it rests on
+    fewer than :data:`MIN_CLUSTERS` clusters."""
+    if interval.clusters < MIN_CLUSTERS:
+        return None, None
+    return round(scale * interval.low, digits), round(scale * interval.high, digits)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from apibank_lib.calls import format_call
 from apibank_lib.errors import ConfigError, DataError
 from apibank_lib.formats.toolalpaca import ConversionResult, display_call, judge_call
 from apibank_lib.runner import request_for
-from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, paired_comparison
+from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean, bounds, paired_comparison
 from apibank_lib.toolcalls import parse_tool_calls
 from apibank_lib.training.export import SchemaCatalog
 from apibank_lib.types import ApiCallSample
@@ -280,7 +280,8 @@ def accuracy_table(
         row["correct"] = sum(j.correct for j in ok)
         if ok:
             iv = bootstrap_mean([float(j.correct) for j in ok], [j.dialogue_id for j in ok], n_boot=n_boot, seed=seed)
-            row.update({"Call acc (%)": round(100 * iv.estimate, 2), "low": round(100 * iv.low, 2), "high": round(100 * iv.high, 2)})
+            low, high = bounds(iv, 100)  # blank below MIN_CLUSTERS instructions
+            row.update({"Call acc (%)": round(100 * iv.estimate, 2), "low": low, "high": high})
         else:
             row.update({"Call acc (%)": None, "low": None, "high": None})
         row["failed requests"] = len(js) - len(ok)
@@ -313,7 +314,7 @@ def paired_table(
         rows.append(
             {
                 "A": a, "B": b, "samples": cmp.samples, "instructions": cmp.clusters,
-                "A - B (points)": round(100 * cmp.difference, 2), "low": round(100 * cmp.low, 2), "high": round(100 * cmp.high, 2),
+                "A - B (points)": round(100 * cmp.difference, 2), **dict(zip(("low", "high"), bounds(cmp, 100))),
                 "p": round(cmp.p_value, 4),
             }
         )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from apibank_lib.datasets import Benchmark
 from apibank_lib.scoring import ScoredRun
-from apibank_lib.stats import N_BOOT, SEED, bootstrap_mean
+from apibank_lib.stats import N_BOOT, SEED, TOO_FEW, bootstrap_mean, bounds
 from apibank_lib.types import ApiCallSample, ApiRecord, Utterance
 
 if TYPE_CHECKING:
@@ -169,10 +169,8 @@ def _accuracy(run: ScoredRun, level: int, n_boot: int, seed: int) -> dict[str, A
     if not judged:
         return {}
     iv = bootstrap_mean([float(bool(j.correct)) for j in judged], [j.dialogue_id for j in judged], n_boot=n_boot, seed=seed)
-    return {
-        "acc": round(100 * iv.estimate, 2), "low": round(100 * iv.low, 2), "high": round(100 * iv.high, 2),
-        "n": iv.samples, "dialogues": iv.clusters,
-    }
+    low, high = bounds(iv, 100)  # blank below MIN_CLUSTERS dialogues
+    return {"acc": round(100 * iv.estimate, 2), "low": low, "high": high, "n": iv.samples, "dialogues": iv.clusters}
 
 
 def transfer_table(
@@ -205,7 +203,10 @@ def transfer_table(
                 got = _accuracy(r, level, n_boot, seed) if r is not None else {}
                 figures[source] = got
                 row[f"{source} acc"] = got.get("acc")
-                row[f"{source} interval"] = f"[{got['low']:.2f}, {got['high']:.2f}]" if got else None
+                if got:
+                    row[f"{source} interval"] = f"[{got['low']:.2f}, {got['high']:.2f}]" if got["low"] is not None else TOO_FEW
+                else:
+                    row[f"{source} interval"] = None
                 row[f"{source} n"] = got.get("n")
                 row[f"{source} dialogues"] = got.get("dialogues")
                 row[f"{source} subset"] = r.subset if r is not None else None

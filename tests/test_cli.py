@@ -207,7 +207,12 @@ def test_retrieval_measures_retrievers_on_the_official_fixture(capsys: pytest.Ca
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["retriever"] for r in rows] == ["enriched"] * 2 + ["bm25"] * 2 and [r["level"] for r in rows] == [2, 3, 2, 3]
-    assert all(0 <= r["hit@1"] <= 100 and r["hit@1 low"] <= r["hit@1"] <= r["hit@1 high"] for r in rows)
+    assert all(0 <= r["hit@1"] <= 100 for r in rows)
+    # The fixture is small: an interval over fewer than 10 dialogues is left blank, one over more is shown.
+    for r in rows:
+        shown = r["groups"] >= 10
+        assert (r["hit@1 low"] is not None) == shown
+        assert not shown or r["hit@1 low"] <= r["hit@1"] <= r["hit@1 high"]
     assert main(["search", "cancel my meeting", "-k", "2"]) == 0
     out = capsys.readouterr().out
     assert "DeleteMeeting" in out.splitlines()[2] and "score" in out.splitlines()[0]  # the v2 retriever, not a cosine

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from apibank_lib.datasets import Benchmark
@@ -363,8 +364,8 @@ def test_the_set_table_measures_each_set_and_pools_the_chosen_ones() -> None:
     for s in bm25.index:
         ref = table[(table["set"] == s) & (table["retriever"] == "embedding")]["hit@1"].item()
         assert bm25.loc[s, "vs embedding"] == pytest.approx(bm25.loc[s, "hit@1"] - ref, abs=0.01)
-        assert bm25.loc[s, "hit@1 low"] <= bm25.loc[s, "hit@1"] <= bm25.loc[s, "hit@1 high"]
-        assert bm25.loc[s, "hit@3 low"] <= bm25.loc[s, "hit@3"] <= bm25.loc[s, "hit@3 high"]
+        # A handful of queries in a few groups: too few for an interval, which is left blank.
+        assert bm25.loc[s, "groups"] < 10 and pd.isna(bm25.loc[s, "hit@1 low"]) and pd.isna(bm25.loc[s, "hit@3 high"])
 
 
 def _rule_table(rows: dict[str, dict[str, float]]):  # type: ignore[no-untyped-def]
