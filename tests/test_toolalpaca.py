@@ -25,6 +25,7 @@ from apibank_lib.formats.toolalpaca import (
     read_toolalpaca,
     write_converted,
 )
+from apibank_lib.formats.step_references import resolve_references
 from apibank_lib.types import ApiCall, ApiRecord, Utterance
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "toolalpaca"
@@ -458,7 +459,6 @@ def test_references_of_each_form_are_parsed(raw: Any, expected: dict[str, Any]) 
 @pytest.mark.parametrize(
     "raw",
     [
-        '{"bookId": ${bookId}}',  # bare, no step named
         '{"url": "https://x/${slug from a}/${id from b}"}',  # two references in one string
         "{${key from a}: 1}",  # a reference as a name
         '{"bookId": ${bookId from searchBooks}',  # not JSON either way
@@ -467,6 +467,28 @@ def test_references_of_each_form_are_parsed(raw: Any, expected: dict[str, Any]) 
 )
 def test_placeholders_that_cannot_be_represented_stay_unparsable(raw: str) -> None:
     assert parse_action_input(raw) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # an open placeholder: a value left to the model, from no step, judged by name only
+        ('{"bookId": ${bookId}}', {"bookId": StepReference("bookId", "")}),
+        ('{"tags": [${a tag}], "n": 2}', {"tags": [StepReference("a tag", "")], "n": 2}),
+        # a stray quote after a bare placeholder
+        ('{"since": ${start date}", "n": 1}', {"since": StepReference("start date", ""), "n": 1}),
+        # a reference whose closing brace is missing before the next comma
+        ('{"id": ${id from login, "key": ${key from login}}', {"id": StepReference("id", "login"), "key": StepReference("key", "login")}),
+    ],
+)
+def test_the_looser_forms_of_toolalpacas_files_are_read(raw: str, expected: dict) -> None:
+    assert parse_action_input(raw) == expected
+
+
+def test_an_open_placeholder_is_never_resolved_and_renders_without_a_step() -> None:
+    ref = parse_action_input('{"since": ${start date}}')["since"]
+    assert ref.open and ref.placeholder == "${start date}"
+    assert resolve_references(ref, [("", 0), ("start date", 1)]).index is None
 
 
 def test_a_reference_renders_as_its_placeholder_and_fills_its_template() -> None:
@@ -479,12 +501,13 @@ def test_a_reference_renders_as_its_placeholder_and_fills_its_template() -> None
 def test_instructions_with_references_are_converted_and_counted() -> None:
     result = convert_evaluation(read_toolalpaca(EVAL_REFS))
     counts = result.counts()
-    # only the bare ${bookId} and the string with two references are still dropped as unparsable
-    assert counts["instructions"]["converted"] == 5
-    assert counts["instructions"]["dropped"]["unparsable_action_input"] == 2
-    assert counts["steps"]["dropped"]["unparsable_action_input"] == 2
-    assert counts["references"] == {"steps": 7, "total": 7, "unresolved": 1, "with_value": 2}
+    # only the string with two references is still dropped as unparsable; the open ${bookId} is read
+    assert counts["instructions"]["converted"] == 6
+    assert counts["instructions"]["dropped"]["unparsable_action_input"] == 1
+    assert counts["steps"]["dropped"]["unparsable_action_input"] == 1
+    assert counts["references"] == {"steps": 8, "total": 8, "unresolved": 2, "with_value": 2}
     gold = {s.key: s.gold.args for s in result.samples}
+    assert gold["L1/api/ShelfFinder-4/1"] == {"bookId": StepReference("bookId", "", None, None)}
     assert gold["L1/api/ShelfFinder-0/1"] == {"bookId": StepReference("bookId", "searchBooks", None, 0)}
     assert gold["L1/api/ShelfFinder-3/2"] == {
         "url": StepReference("slug", "step1", "https://shelf.example/books/{}?lang=en", 0)
@@ -574,15 +597,15 @@ def test_training_references_become_values_or_placeholder_text() -> None:
     assert result.counts()["references"] == {"steps": 7, "total": 7, "unresolved": 1, "with_value": 4}
 
 
-@pytest.mark.parametrize("source", [EVAL_REFS, TRAIN_REFS], ids=["eval", "train"])
-def test_converted_references_are_written_byte_stable(tmp_path: Path, source: Path) -> None:
+@pytest.mark.parametrize(("source", "references"), [(EVAL_REFS, 8), (TRAIN_REFS, 7)], ids=["eval", "train"])
+def test_converted_references_are_written_byte_stable(tmp_path: Path, source: Path, references: int) -> None:
     a = write_converted(convert(read_toolalpaca(source)), tmp_path / "a")
     b = write_converted(convert(read_toolalpaca(source)), tmp_path / "b")
     assert [p.name for p in a] == [p.name for p in b]
     for pa, pb in zip(a, b):
         assert pa.read_bytes() == pb.read_bytes(), pa.name
     report = json.loads((tmp_path / "a" / "report.json").read_text(encoding="utf-8"))
-    assert report["references"]["total"] == 7
+    assert report["references"]["total"] == references
 
 
 def test_a_reference_is_written_as_a_ref_object(tmp_path: Path) -> None:
@@ -600,7 +623,7 @@ def test_a_reference_is_written_as_a_ref_object(tmp_path: Path) -> None:
 def test_cli_reports_step_references(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["convert-toolalpaca", str(EVAL_REFS), str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "step references: 7 in 7 steps, 1 unresolved, 2 with a value" in out
+    assert "step references: 8 in 8 steps, 2 unresolved, 2 with a value" in out
     assert "steps with references" in out
 
 

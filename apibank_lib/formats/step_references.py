@@ -13,9 +13,17 @@ reads these forms, nothing is ever evaluated:
   ``${STEP.FIELD}`` (``${step1.id}``, ``${getUser.id}``).
 
 Each becomes a :class:`StepReference` (an embedded one with its string as a
-template). Still unparsable, and dropped as before: a bare ``${...}`` of no
-form above (``${id}``), a dict key that is a reference, and a string holding
-two or more references. A quoted ``${...}`` of no form above stays plain text.
+template). ToolAlpaca's own files also hold three looser forms, read too:
+
+* an *open* placeholder, bare, naming no step (``{"startDate": ${start date}}``,
+  ``[${some permission}]``): a value the instruction leaves to the model, kept as a
+  reference with an empty STEP, never resolved, so it is judged by name only;
+* a bare reference whose closing brace is missing before the next comma
+  (``${userId from authenticateUser,``);
+* a stray quote right after a bare reference (``${start date}",``), dropped.
+
+Still unparsable, and dropped as before: a dict key that is a reference, and a string holding two or more
+references. A quoted ``${...}`` of no form above stays plain text.
 
 A reference is resolved to the nearest earlier converted step of its
 instance or instruction whose action is STEP; failing that, STEP read as a
@@ -123,8 +131,14 @@ class StepReference:
 
     @property
     def placeholder(self) -> str:
-        """The value as text, the reference written ``${FIELD from STEP}`` (inside its template, if any)."""
-        return self.fill(f"${{{self.field} from {self.step}}}")
+        """The value as text, the reference written ``${FIELD from STEP}`` (``${FIELD}`` for an open one), inside
+        its template, if any."""
+        return self.fill(f"${{{self.field} from {self.step}}}" if self.step else f"${{{self.field}}}")
+
+    @property
+    def open(self) -> bool:
+        """An open placeholder: a value the instruction leaves to the model, from no step (module docstring)."""
+        return not self.step
 
     def fill(self, value: Any) -> Any:
         """The argument with ``value`` in place of the reference: the value, or the template's string with it.
@@ -149,6 +163,9 @@ _REFERENCE = re.compile(
     r"|(?P<dotted_step>[A-Za-z_][\w-]*)\.(?P<dotted_field>[^{}\s]+))\s*\}",
     re.IGNORECASE,
 )
+_OPEN = re.compile(r"\$\{\s*(?P<field>[^{}$\"]*?\S)\s*\}")
+_UNCLOSED = re.compile(r"\$\{\s*(?P<field>[^{},\"]*?\S)\s+from\s+(?P<step>[A-Za-z_][\w-]*)\s*(?=,)", re.IGNORECASE)
+_STRAY_QUOTE = re.compile(r"\"(?=\s*[,}\]])")
 _STEP_NUMBER = re.compile(r"step[\s_-]*(\d+)", re.IGNORECASE)
 _TOKEN = "\x00step-reference-"
 """Stands for a bare reference while the JSON is parsed. JSON text cannot hold a raw NUL, so an input string
@@ -185,12 +202,21 @@ def _bare_references(text: str) -> tuple[str, dict[str, StepReference]]:
             in_string = True
         elif text.startswith("${", i):
             match = _REFERENCE.match(text, i)
-            if match is None:
+            if match is not None:
+                ref = _reference(match)
+            elif (match := _UNCLOSED.match(text, i)) is not None:
+                ref = StepReference(match.group("field"), match.group("step"))
+            elif (match := _OPEN.match(text, i)) is not None:
+                ref = StepReference(match.group("field"), "")
+            else:
                 raise _Unreadable
             token = f"{_TOKEN}{len(found)}"
-            found[token] = _reference(match)
+            found[token] = ref
             out.append(json.dumps(token))
             i = match.end()
+            stray = _STRAY_QUOTE.match(text, i)
+            if stray is not None:  # ``${start date}",``: the quote closes no string
+                i = stray.end()
             continue
         out.append(ch)
         i += 1
@@ -274,6 +300,8 @@ def references_in(value: Any) -> list[StepReference]:
 
 def _referred_index(step: str, earlier: Sequence[tuple[str, int | None]]) -> int | None:
     """The converted step a reference names, given each earlier written step's (action, converted index)."""
+    if not step:  # an open placeholder names none
+        return None
     for action, index in reversed(earlier):
         if action == step and index is not None:
             return index

@@ -33,6 +33,10 @@ What the conversion makes:
   gold step (the request and the earlier gold steps as history, the step as
   gold, judged by API name and arguments with :func:`gold_matches`).
 
+A golden step marked ``[Optional]`` (a step a solution may skip) is read as the call it names and kept as gold.
+Step references, ToolAlpaca's open placeholders (``${start date}``) included, are read as
+:mod:`apibank_lib.formats.step_references` describes.
+
 What is left out is counted by reason (:attr:`ConversionResult.dropped`):
 documentation look-ups (``getDetails``), action inputs that are not a JSON
 object, actions that are none of the entry's functions, instances or
@@ -737,6 +741,15 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") or "api"
 
 
+OPTIONAL_MARK = "[Optional]"
+"""How ToolAlpaca's golden answers mark a step a solution may skip (``[Optional]updateUserProfile``)."""
+
+
+def _action_name(action: str) -> str:
+    """A golden step's action without ToolAlpaca's optional mark: the step is kept as gold, as the call it names."""
+    return action.removeprefix(OPTIONAL_MARK).strip() if action.startswith(OPTIONAL_MARK) else action
+
+
 def _classify(action: str, raw_input: Any, functions: tuple[str, ...]) -> tuple[str | None, dict[str, Any] | None]:
     """(drop reason or None, parsed arguments) of one step."""
     if action in DOCUMENTATION_ACTIONS:
@@ -769,7 +782,7 @@ def _observations(entry: ToolAlpacaEntry, item: ToolAlpacaInstruction) -> list[A
     if item.golden is None or item.index >= len(entry.instances):
         return None
     steps = [s for s in entry.instances[item.index].steps if s.action not in DOCUMENTATION_ACTIONS]
-    wanted = [s.action for s in item.golden if s.action not in DOCUMENTATION_ACTIONS]
+    wanted = [_action_name(s.action) for s in item.golden if s.action not in DOCUMENTATION_ACTIONS]
     if [s.action for s in steps] != wanted:
         return None
     return [s.observation for s in steps]
@@ -890,21 +903,22 @@ def convert_evaluation(file: ToolAlpacaFile) -> ConversionResult:
             result.read["instructions"] += 1
             result.read["steps"] += len(golden)
             for step in golden:
-                reason, args = _classify(step.action, step.action_input, functions)
+                action = _action_name(step.action)
+                reason, args = _classify(action, step.action_input, functions)
                 if reason is not None or args is None:
                     result._drop("steps", reason or UNPARSABLE_INPUT)
                     if reason != DOCUMENTATION_STEP:
                         fatal = fatal or reason or UNPARSABLE_INPUT
-                    earlier.append((step.action, None))
+                    earlier.append((action, None))
                     continue
                 args = resolve_references(args, earlier)
                 _count_references(references, args, records)
                 output, exception = (
                     _parse_observation(observations[len(records)]) if observations is not None else (None, None)
                 )
-                earlier.append((step.action, len(records)))
-                shown.append(_record(step.action, materialise(args, records), output, exception))
-                records.append(_record(step.action, args, output, exception))
+                earlier.append((action, len(records)))
+                shown.append(_record(action, materialise(args, records), output, exception))
+                records.append(_record(action, args, output, exception))
             why = (
                 EMPTY_INSTRUCTION
                 if not item.instruction.strip()
