@@ -330,13 +330,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from apibank_lib.formats.toolrl import is_toolrl_folder
     from apibank_lib.protocols import V2
     from apibank_lib.runner import run
+    from apibank_lib.toolrl import TOOLRL
     from apibank_lib.runs import RunConfig, RunFolder
     from apibank_lib.scoring import OtherVersion, score_run
     from apibank_lib.subsets import FIRST, RANDOM
 
     if args.data and is_toolrl_folder(args.data):
         return _run_toolrl(args)
-    if args.protocol == "toolrl":
+    if args.protocol == TOOLRL.name:
         raise ConfigError(f"--protocol toolrl judges ToolRL's processed files; {args.data or 'the bundled data'} is not such a folder")
     config = RunConfig(
         model=args.model,
@@ -395,9 +396,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_toolrl(args: argparse.Namespace) -> int:
     """``apibank run`` on ToolRL's processed files: ToolRL's prompts and protocol (:mod:`apibank_lib.toolrl_runs`)."""
     from apibank_lib.backends import load_backend
+    from apibank_lib.toolrl import TOOLRL
     from apibank_lib.toolrl_runs import DEFAULT_MAX_TOKENS, run_toolrl
 
-    if args.protocol not in (None, "toolrl"):
+    if args.protocol not in (None, TOOLRL.name):
         raise ConfigError(f"{args.data} holds ToolRL's processed files, which are judged by the toolrl protocol only, not {args.protocol}")
     unsupported = [
         flag for flag, given in (
@@ -579,6 +581,30 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _show_table(compare_runs(load_runs(args.runs), price_per_mtok=price), args)
 
 
+def cmd_toolrl_cross(args: argparse.Namespace) -> int:
+    """ToolRL runs' answers judged again by execution under v2 on the release they come from: the cross-table."""
+    import pandas as pd
+
+    from apibank_lib.datasets import load_benchmark
+    from apibank_lib.toolrl_cross import cross_judge, cross_table
+
+    release = load_benchmark(args.data)
+    tables, rows = [], []
+    for run in args.runs:
+        judged = cross_judge(run, release)
+        model = json.loads((Path(run) / "config.json").read_text(encoding="utf-8"))["model"]
+        tables.append(cross_table(judged, model))
+        rows.append(judged.assign(model=model))
+    if args.examples and not args.json:
+        # Examples come from the user's copy of the release and are printed, never saved.
+        every = pd.concat(rows)
+        kept = every[every["kind"].notna() & every["mapped"] & (every["excluded"] == "")]
+        for kind, part in kept.groupby("kind", sort=True):
+            print(f"{kind} ({len(part)}): " + ", ".join(f"{r.model} {r.key}" for r in part.head(args.examples).itertuples()))
+        print()
+    return _show_table(pd.concat(tables, ignore_index=True), args)
+
+
 def cmd_errors(args: argparse.Namespace) -> int:
     from apibank_lib.analysis import error_counts, load_runs
 
@@ -750,6 +776,7 @@ def build_parser() -> argparse.ArgumentParser:
     from apibank_lib.backends.base import MODEL_PROMPT_MODES
     from apibank_lib.chat import TOOL_CHOICES
     from apibank_lib.protocols import PROTOCOLS, V2
+    from apibank_lib.toolrl import TOOLRL
     from apibank_lib.reproduce import PROFILES
     from apibank_lib.retrievers import RETRIEVERS
 
@@ -857,7 +884,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run folder (default: runs/<model>-<protocol>-<settings hash> in the project, or under $APIBANK_RUNS)",
     )
     p.add_argument(
-        "--protocol", choices=[*protocols, "toolrl"], default=None,
+        "--protocol", choices=[*protocols, TOOLRL.name], default=None,
         help=f"grading protocol (default {V2.name}; toolrl, the only one, for ToolRL's processed files)",
     )
     p.add_argument("--concurrency", type=int, default=1, help="parallel requests (HTTP backends)")
@@ -933,6 +960,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/ (results/bundled/ for the bundled data)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "toolrl-cross",
+        help="ToolRL runs' answers judged also by execution (v2) on the release they come from: exact match against execution",
+    )
+    p.add_argument("runs", nargs="+", help="run folders made by apibank run --data <ToolRL folder>")
+    p.add_argument("--data", required=True, help="the release copy the ToolRL files were made from")
+    p.add_argument("--examples", type=int, default=3, help="entries to name per kind of disagreement (0: none)")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_toolrl_cross)
 
     p = sub.add_parser("errors", help="wrong API calls per error category, counts and shares, for each run")
     p.add_argument("runs", nargs="+")

@@ -127,9 +127,12 @@ def _choices(flag: str) -> list[set[str]]:
 def test_every_retriever_and_protocol_is_one_registry_entry() -> None:
     from apibank_lib.protocols import PROTOCOLS
     from apibank_lib.retrievers import RETRIEVERS
+    from apibank_lib.toolrl import TOOLRL
 
     assert _choices("--retriever") and all(c == set(RETRIEVERS) for c in _choices("--retriever"))
-    assert _choices("--protocol") and all(c == set(PROTOCOLS) for c in _choices("--protocol"))
+    # ToolRL's protocol judges only ToolRL's own files, through `apibank run` (apibank_lib.toolrl, not a registry entry).
+    assert _choices("--protocol") and all(c - {TOOLRL.name} == set(PROTOCOLS) for c in _choices("--protocol"))
+    assert sum(TOOLRL.name in c for c in _choices("--protocol")) == 1
 
 
 def test_every_notebook_is_one_text_file_named_where_it_is_listed() -> None:

@@ -234,3 +234,11 @@ def test_the_oracle_is_right_both_ways_and_a_number_for_text_only_by_execution(t
 def test_disagreements_are_named(gold: dict, predicted: dict, kind: str) -> None:
     assert disagreement_kind(gold, predicted, exact_right=False, executed_right=True) == kind
     assert disagreement_kind(gold, predicted, exact_right=True, executed_right=True) is None
+
+
+def test_the_cli_prints_the_cross_table(toolrl: Path, tmp_path: Path, capsys) -> None:
+    out = _run_cli("--model", "oracle", "--data", str(toolrl), "--out", str(tmp_path), capsys=capsys)
+    assert main(["toolrl-cross", out["run"], "--data", str(OFFICIAL), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["level"] for r in rows] == ["1", "2", "3", "all"] and all(r["model"] == "oracle" for r in rows)
+    assert rows[-1]["exact match %"] == 100.0 and rows[-1]["n"] + rows[-1]["left out"] == out["requested"]
