@@ -577,6 +577,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from apibank_lib.costs import parse_price
 
+    from apibank_lib.toolrl_runs import is_toolrl_run, toolrl_table
+
+    toolrl = [is_toolrl_run(r) for r in args.runs]
+    if any(toolrl):
+        if not all(toolrl):
+            raise ConfigError("ToolRL runs and release runs are judged by different protocols on different files: compare them apart")
+        return _show_table(toolrl_table(args.runs), args)  # beside ToolRL's published figures, saying on which entries
     price = parse_price(args.price_per_mtok) if args.price_per_mtok else None
     return _show_table(compare_runs(load_runs(args.runs), price_per_mtok=price), args)
 

@@ -61,6 +61,7 @@ __all__ = [
     "score_toolrl_run",
     "is_toolrl_run",
     "read_records",
+    "toolrl_table",
 ]
 
 DEFAULT_MAX_TOKENS = 512
@@ -387,3 +388,68 @@ def score_toolrl_run(folder: str | Path, *, entries: dict[int, list[ToolRLEntry]
     _write(root / "judgments.jsonl", "".join(json.dumps(j, ensure_ascii=False, sort_keys=True) + "\n" for j in judgments))
     _write(root / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return metrics
+
+
+def _cell(m: dict[str, Any]) -> str:
+    iv = m.get("interval") or {}
+    if m.get("accuracy") is None:
+        return ""
+    shown = f"{m['accuracy']:.2f}"
+    if iv.get("low") is not None:
+        shown += f" [{iv['low']:.2f}, {iv['high']:.2f}]"
+    count = f"{m['right']}/{m['entries']}, {iv.get('dialogues', '?')} dialogues"
+    return f"{shown} ({count})" if iv.get("low") is not None else f"{shown} ({count}: too few for an interval)"
+
+
+def toolrl_table(folders: Sequence[str | Path], *, reported: bool = True, names: dict[str, str] | None = None) -> Any:
+    """Runs under ToolRL's protocol, and ToolRL's published figures, one row each, with the data each was measured on.
+
+    A run's cells read ``acc [low, high] (right/entries, dialogues)``; the published rows have the figure only. The
+    ``data`` column says which files (the run's folder name and entries per level; ToolRL's rows: the whole
+    release's files), and ``comparable`` says whether a row sits on the same data and protocol as ToolRL's
+    published ones: only a run on all 399 / 67 / 131 entries does. A run on part of the files (a release's
+    development half) is set beside them, not compared with them.
+
+    Args:
+        folders: ToolRL run folders (:func:`run_toolrl`).
+        reported: add ToolRL's published rows (:func:`apibank_lib.reported.toolrl_reported`).
+        names: display names by model spec.
+    """
+    import pandas as pd
+
+    from apibank_lib.reported import toolrl_reported
+
+    published = toolrl_reported()
+    full = {str(k): v for k, v in published["entries"].items()}
+    rows = []
+    for folder in folders:
+        root = Path(folder)
+        if not is_toolrl_run(root):
+            raise DataError("not a ToolRL run folder (no config.json of format toolrl-run-1)", root)
+        config = json.loads((root / "config.json").read_text(encoding="utf-8"))
+        metrics = json.loads((root / "metrics.json").read_text(encoding="utf-8"))
+        entries = {lv: m["entries"] for lv, m in metrics["levels"].items()}
+        same = metrics["protocol"] == published["protocol"] and all(entries.get(lv) == full[lv] for lv in ("1", "2", "3"))
+        row = {
+            "model": (names or {}).get(config["model"], config["model"]),
+            "source": "measured here",
+            "data": f"{Path(config['data_path']).name} ({' / '.join(str(entries.get(lv, 0)) for lv in ('1', '2', '3'))} entries)",
+            "protocol": metrics["protocol"],
+            **{f"L{lv}": _cell(metrics["levels"][lv]) if lv in metrics["levels"] else "" for lv in ("1", "2", "3")},
+            "overall": _cell(metrics["overall"]),
+            "comparable": "same files and protocol as ToolRL's" if same else "other entries: set beside, not compared",
+        }
+        rows.append(row)
+    if reported:
+        for r in published["rows"]:
+            rows.append(
+                {
+                    "model": f"{r['model']} ({r['training']})",
+                    "source": "reported (ToolRL, read from a summary)",
+                    "data": f"whole release ({full['1']} / {full['2']} / {full['3']} entries)",
+                    "protocol": published["protocol"],
+                    "L1": f"{r['l1']:.2f}", "L2": f"{r['l2']:.2f}", "L3": f"{r['l3']:.2f}", "overall": f"{r['overall']:.2f}",
+                    "comparable": "",
+                }
+            )
+    return pd.DataFrame(rows, columns=["model", "source", "data", "protocol", "L1", "L2", "L3", "overall", "comparable"])

@@ -242,3 +242,30 @@ def test_the_cli_prints_the_cross_table(toolrl: Path, tmp_path: Path, capsys) ->
     rows = json.loads(capsys.readouterr().out)
     assert [r["level"] for r in rows] == ["1", "2", "3", "all"] and all(r["model"] == "oracle" for r in rows)
     assert rows[-1]["exact match %"] == 100.0 and rows[-1]["n"] + rows[-1]["left out"] == out["requested"]
+
+
+def test_a_table_sets_runs_beside_toolrls_figures_and_says_they_are_other_entries(toolrl: Path, tmp_path: Path) -> None:
+    from apibank_lib.reported import toolrl_reported
+    from apibank_lib.toolrl_runs import toolrl_table
+
+    run = run_toolrl(toolrl, load_backend("oracle"), out=tmp_path, progress=False)
+    table = toolrl_table([run.path])
+    ours = table.iloc[0]
+    assert ours["source"] == "measured here" and ours["comparable"].startswith("other entries")
+    assert ours["L1"].startswith("100.00 [100.00, 100.00] (") and "too few for an interval" in ours["L2"]
+    published = table[table["source"].str.startswith("reported")]
+    assert len(published) == len(toolrl_reported()["rows"]) and set(published["data"]) == {"whole release (399 / 67 / 131 entries)"}
+    assert "30.65" in set(published["overall"])
+
+
+def test_apibank_compare_reads_toolrl_runs_and_refuses_to_mix_them(toolrl: Path, tmp_path: Path, capsys) -> None:
+    run = run_toolrl(toolrl, load_backend("no-call"), out=tmp_path, progress=False)
+    assert main(["compare", str(run.path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["model"] == "no-call" and rows[0]["overall"].startswith("0.00") and len(rows) > 1
+    from apibank_lib.runner import run as run_release
+    from apibank_lib.runs import RunConfig
+
+    release_run = run_release(RunConfig("oracle", levels=(1,), limit=2, data=str(OFFICIAL), out=str(tmp_path / "r")), progress=False)
+    assert main(["compare", str(run.path), str(release_run.path)]) != 0
+    assert "compare them apart" in capsys.readouterr().err
