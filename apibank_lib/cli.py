@@ -497,7 +497,19 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from apibank_lib.scoring import score_run
+    from apibank_lib.toolrl_runs import is_toolrl_run, score_toolrl_run
 
+    if any(is_toolrl_run(path) for path in args.runs):
+        if not all(is_toolrl_run(path) for path in args.runs):
+            raise ConfigError("ToolRL runs and release runs are scored by different protocols: score them apart")
+        scored = [score_toolrl_run(path) for path in args.runs]  # ToolRL's judge again, on the answers saved
+        if args.json:
+            _print_json(scored if len(scored) > 1 else scored[0])
+        else:
+            for path, metrics in zip(args.runs, scored):
+                print(f"run folder: {path}")
+                _print_toolrl_metrics(metrics)
+        return 0
     results = [score_run(path, data=args.data, retriever=args.retriever, rescore=args.rescore) for path in args.runs]
     if args.json:
         _print_json([m.to_dict() for m in results] if len(results) > 1 else results[0].to_dict())

@@ -18,9 +18,11 @@
 #
 # The paper's main table (API-call accuracy and ROUGE-L per ability, and in total) for every run, with 95%
 # confidence intervals that resample dialogues, beside the paper's reported rows; paired comparisons of chosen runs;
-# accuracy by domain. "Total" accuracy is the micro average over every API-call sample of the three levels; the
-# paper's level-3 accuracy counts solved items, which the agent-loop episodes measure. The runs are the ones notebook 02
-# made: run it first, with the same parameters.
+# accuracy by domain. "Total" accuracy is the micro average over every API-call sample of the three levels. Level 3
+# has three accuracies: teacher-forced steps; items whose every step is right (the paper's Plan+Retrieve+Call metric,
+# the column its level-3 figures stand in); and our free-running agent episodes, which nobody reported. Each interval
+# says how many dialogues (level-3 items) it resamples, and one over fewer than 10 is left blank. The runs are the ones
+# notebook 02 made: run it first, with the same parameters.
 
 # %%
 from apibank_lib import load_benchmark

@@ -181,6 +181,14 @@ def test_a_failed_answer_is_recorded_judged_wrong_and_retried_on_request(toolrl:
     assert retried.skipped == first.answered and retried.answered + retried.failed == first.failed
 
 
+def test_apibank_score_judges_a_toolrl_run_again(toolrl: Path, tmp_path: Path, capsys) -> None:
+    run = run_toolrl(toolrl, load_backend("oracle"), levels=(1,), out=tmp_path, progress=False)
+    (run.path / "metrics.json").unlink()
+    assert main(["score", str(run.path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["levels"]["1"]["accuracy"] == 100.0
+    assert (run.path / "metrics.json").is_file()
+
+
 def test_scoring_a_folder_that_is_not_a_toolrl_run_names_it(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="not a ToolRL run folder"):
         score_toolrl_run(tmp_path)
