@@ -34,7 +34,15 @@ from apibank_lib.toolrl import parse_answer
 from apibank_lib.toolrl_runs import read_records, is_toolrl_run
 from apibank_lib.types import ApiCall, ApiCallSample, ApiRecord
 
-__all__ = ["CELLS", "DISAGREEMENT_KINDS", "cross_judge", "cross_table", "disagreement_kind", "release_sample"]
+__all__ = [
+    "CELLS",
+    "DISAGREEMENT_KINDS",
+    "cross_judge",
+    "cross_table",
+    "disagreement_counts",
+    "disagreement_kind",
+    "release_sample",
+]
 
 SEARCH_API = "ToolSearcher"
 
@@ -203,3 +211,12 @@ def cross_table(rows: pd.DataFrame, model: str = "") -> pd.DataFrame:
             }
         )
     return pd.DataFrame(out)
+
+
+def disagreement_counts(rows: pd.DataFrame, model: str = "") -> pd.DataFrame:
+    """How many answers of each disagreement kind, per cell and level (counts only: no entry named, so the table
+    can be kept with a release's aggregates)."""
+    kept = rows[rows["mapped"] & (rows["excluded"] == "") & rows["kind"].notna()]
+    counts = kept.groupby(["level", "cell", "kind"]).size().reset_index(name="answers")
+    counts.insert(0, "model", model)
+    return counts.sort_values(["level", "cell", "answers", "kind"], ascending=[True, True, False, True]).reset_index(drop=True)

@@ -20,7 +20,7 @@ from apibank_lib.datasets import load_benchmark
 from apibank_lib.errors import BackendError, DataError
 from apibank_lib.formats.toolrl import FILES, load_toolrl
 from apibank_lib.stats import MIN_CLUSTERS
-from apibank_lib.toolrl_cross import cross_judge, cross_table, disagreement_kind, release_sample
+from apibank_lib.toolrl_cross import cross_judge, cross_table, disagreement_counts, disagreement_kind, release_sample
 from apibank_lib.toolrl_runs import entry_context, entry_tools, is_toolrl_run, run_toolrl, score_toolrl_run
 from apibank_lib.types import ApiRecord, Utterance
 
@@ -228,6 +228,8 @@ def test_the_oracle_is_right_both_ways_and_a_number_for_text_only_by_execution(t
     assert len(changed) and not changed["exact"].any()
     assert (changed["cell"] == "execution only").any()
     assert set(changed.loc[changed["cell"] == "execution only", "kind"]) == {"number written as text or text as number"}
+    counts = disagreement_counts(rows, "numbers")
+    assert counts["answers"].sum() == int(rows["kind"].notna().sum()) and "key" not in counts.columns
 
 
 @pytest.mark.parametrize(
