@@ -134,12 +134,12 @@ def test_the_cli_runs_shards_and_merges_them(
     bench: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("APIBANK_RUNS", str(tmp_path / "runs"))
-    whole = RunConfig("oracle", levels=(1,), limit=6, tasks=("api",))  # what --limit 6 draws: whole dialogues
+    whole = RunConfig("oracle", levels=(1,), limit=12, tasks=("api",))  # what --limit 12 draws: whole dialogues
     halves = [len(plan(bench, replace(whole, shard=f"{i}/2"))) for i in (1, 2)]
-    assert sum(halves) == len(plan(bench, whole)) >= 6 and min(halves) > 0  # each shard has a share to answer
+    assert sum(halves) == len(plan(bench, whole)) >= 12 and min(halves) > 0  # each shard has a share to answer
     folders = []
     for i in (1, 2):
-        assert main(["run", "--model", "oracle", "--level", "1", "--limit", "6", "--task", "api", "--shard", f"{i}/2", "--json"]) == 0
+        assert main(["run", "--model", "oracle", "--level", "1", "--limit", "12", "--task", "api", "--shard", f"{i}/2", "--json"]) == 0
         folders.append(json.loads(capsys.readouterr().out)["run"])
     assert main(["merge", *folders, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

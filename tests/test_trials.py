@@ -20,6 +20,7 @@ from apibank_lib.errors import ConfigError
 from apibank_lib.merge import merge_runs
 from apibank_lib.runner import run
 from apibank_lib.runs import RunConfig, RunFolder, plan
+from apibank_lib.subsets import FIRST
 from apibank_lib.scoring import score_run, scored
 from apibank_lib.trials import pass_at, pass_hat
 
@@ -59,7 +60,9 @@ class Sampler:
 
 def _trial_run(bench: Benchmark, out: Path, trials: int = 3, **changes: object) -> tuple[Path, Sampler]:
     sampler = Sampler()
-    settings = {"levels": (1,), "limit": 30, "tasks": ("api",), "temperature": 0.7, "seed": 5, **changes}
+    # Exactly 30 samples (the first 30: a random draw takes whole dialogues and may take a few more), so the counts
+    # below are the trial logic's, not the draw's.
+    settings = {"levels": (1,), "limit": 30, "draw": FIRST, "tasks": ("api",), "temperature": 0.7, "seed": 5, **changes}
     result = run(RunConfig("scripted", trials=trials, out=str(out), **settings), backend=ScriptedBackend(sampler), bench=bench, progress=False)  # type: ignore[arg-type]
     score_run(result.path, bench=bench, rescore=True)
     return result.path, sampler
