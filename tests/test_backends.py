@@ -160,7 +160,7 @@ def test_embedded_gemma_is_greedy_and_deterministic(bench: Benchmark) -> None:
 
 def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "apibank_lib", "run", "--model", "llamacpp:gemma-3-270m", "--level", "1", "--limit", "20", "--out", str(out), "--json"]
+    cmd = [sys.executable, "-m", "apibank_lib", "run", "--model", "llamacpp:gemma-3-270m", "--level", "1", "--first", "20", "--out", str(out), "--json"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     pred = out / "predictions.jsonl"
