@@ -196,7 +196,9 @@ def pass_k_figure(table: Any, *, title: str = "", name: str = "pass_k", director
     if len(set(shown["level"]) - {"all"}) == 1:  # one level: "all" would draw the same lines again
         shown = shown[shown["level"] != "all"]
     for (level, measure), part in shown.groupby(["level", "measure"], sort=False):
-        err = [part["value (%)"] - part["low"], part["high"] - part["value (%)"]]
+        # No whisker where the interval is blank (fewer than 10 dialogues).
+        value, low, high = (part[c].astype(float) for c in ("value (%)", "low", "high"))
+        err = [(value - low).fillna(0), (high - value).fillna(0)]
         style = "-" if measure == "pass^k" else ":"
         ax.errorbar(part["k"], part["value (%)"], yerr=err, capsize=3, marker="o", linestyle=style,
                     label=f"{'all levels' if level == 'all' else f'level {level}'}: {measure} (n={_count(part['samples'].iloc[0])})")
@@ -216,7 +218,7 @@ def breakdown_figure(
     counts = breakdown["samples"] if "samples" in breakdown else [None] * len(breakdown)
     labels = [f"L{lv} {g} (n={_count(n)})" for lv, g, n in zip(breakdown["level"], breakdown[by], counts)]
     acc = breakdown["acc"].astype(float)
-    err = [(acc - breakdown["acc low"]).fillna(0), (breakdown["acc high"] - acc).fillna(0)]
+    err = [(acc - breakdown["acc low"].astype(float)).fillna(0), (breakdown["acc high"].astype(float) - acc).fillna(0)]
     ax.barh(labels, acc.fillna(0), xerr=err, capsize=2, color="tab:blue")
     # 0% is a bar of no length; a group with no API-call sample says so, so that the two never look alike.
     for i, value in enumerate(acc):
@@ -287,8 +289,8 @@ def toolalpaca_figure(
         if not r:
             parts.append(f"n={count(measured)} API-call samples")
         labels.append(f"{m} ({'; '.join(parts)})")
-    low = (table["Call acc"] - table["Call acc low"]).fillna(0)
-    high = (table["Call acc high"] - table["Call acc"]).fillna(0)
+    low = (table["Call acc"].astype(float) - table["Call acc low"].astype(float)).fillna(0)
+    high = (table["Call acc high"].astype(float) - table["Call acc"].astype(float)).fillna(0)
     colors = ["lightgray" if r else "tab:blue" for r in reported]
     bars = ax.barh(labels, table["Call acc"].fillna(0), xerr=[low, high], capsize=2, color=colors)
     for bar, r in zip(bars, reported):
@@ -334,7 +336,8 @@ def retrieval_figure(
         part = table[table[by] == group].set_index("retriever").reindex(retrievers)
         xs = [i + (g - (len(groups) - 1) / 2) * width for i in range(len(retrievers))]
         values = part[metric].astype(float)
-        err = [(values - part[f"{metric} low"]).clip(lower=0).fillna(0), (part[f"{metric} high"] - values).clip(lower=0).fillna(0)]
+        lows, highs = part[f"{metric} low"].astype(float), part[f"{metric} high"].astype(float)  # NaN: no interval
+        err = [(values - lows).clip(lower=0).fillna(0), (highs - values).clip(lower=0).fillna(0)]
         n = _count(part["queries"].max()) if "queries" in part else "-"  # every retriever answers the same queries
         ax.bar(xs, values.fillna(0), width=width * 0.95, yerr=err, capsize=2, label=f"{by}: {group} (n={n})")
     ax.set_xticks(range(len(retrievers)), retrievers)
@@ -364,7 +367,8 @@ def retriever_accuracy_figure(
         part = table[table["retriever"] == retriever].set_index("panel").reindex(panels)
         xs = [i + (r - (len(retrievers) - 1) / 2) * width for i in range(len(panels))]
         values = part["accuracy"].astype(float)
-        err = [(values - part["accuracy low"]).clip(lower=0).fillna(0), (part["accuracy high"] - values).clip(lower=0).fillna(0)]
+        lows, highs = part["accuracy low"].astype(float), part["accuracy high"].astype(float)  # NaN: no interval
+        err = [(values - lows).clip(lower=0).fillna(0), (highs - values).clip(lower=0).fillna(0)]
         ax.bar(xs, values.fillna(0), width=width * 0.95, yerr=err, capsize=2, label=retriever)
     ax.set_xticks(range(len(panels)), panels, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("API-call accuracy (%), teacher-forced")
