@@ -619,7 +619,9 @@ def cmd_toolrl_cross(args: argparse.Namespace) -> int:
         every = pd.concat(rows)
         kept = every[every["kind"].notna() & every["mapped"] & (every["excluded"] == "")]
         for kind, part in kept.groupby("kind", sort=True):
-            print(f"{kind} ({len(part)}): " + ", ".join(f"{r.model} {r.key}" for r in part.head(args.examples).itertuples()))
+            print(f"{kind} ({len(part)}):")
+            for r in part.head(args.examples).itertuples():
+                print(f"  {r.model} {r.key}: {r.difference or r.reason}")
         print()
     return _show_table(pd.concat(tables, ignore_index=True), args)
 

@@ -41,6 +41,7 @@ __all__ = [
     "cross_table",
     "disagreement_counts",
     "disagreement_kind",
+    "first_difference",
     "release_sample",
 ]
 
@@ -141,6 +142,17 @@ def disagreement_kind(gold: Mapping[str, Any], predicted: Mapping[str, Any] | No
     return "parameter the API does not need" if extra else "other"
 
 
+def first_difference(gold: Mapping[str, Any], predicted: Mapping[str, Any] | None) -> tuple[str, Any, Any] | None:
+    """The first parameter whose value differs between the gold call and the answer's: ``(name, gold, answer)``
+    (a parameter only the answer has comes last; None when they are equal)."""
+    predicted = predicted or {}
+    for key, want in gold.items():
+        if predicted.get(key) != want:
+            return key, want, predicted.get(key)
+    extra = sorted(set(predicted) - set(gold))
+    return (extra[0], None, predicted[extra[0]]) if extra else None
+
+
 def _number(value: Any) -> float | None:
     try:
         return float(str(value).strip())
@@ -160,7 +172,9 @@ def cross_judge(run: str | Path, release: Benchmark, *, errata: str | Path | Non
         One row per answered entry: ``key``, ``level``, ``dialogue``, ``exact`` (ToolRL's verdict), ``executed``
         (``v2``'s), ``cell``, ``kind`` (:func:`disagreement_kind`), ``reason`` (``v2``'s when wrong) and
         ``excluded`` (why ``v2``'s errata leave it out; empty otherwise), ``mapped`` (whether the entry's release
-        sample was found; rows without one are left out of the table).
+        sample was found; rows without one are left out of the table), ``difference`` (where the verdicts disagree,
+        the first parameter that differs from the gold, ``name: gold -> answer``: text of the release, to be read,
+        never saved with a release's aggregates).
 
     Raises:
         DataError: the folder is not a ToolRL run, or not yet scored.
@@ -185,9 +199,17 @@ def cross_judge(run: str | Path, release: Benchmark, *, errata: str | Path | Non
         judgment = grader.judge_call(sample, call, attempted=call is not None)
         executed = bool(judgment.correct)
         cell = CELLS[0] if row["exact"] and executed else CELLS[1] if row["exact"] else CELLS[2] if executed else CELLS[3]
-        kind = disagreement_kind(entry.gold_parameters, call.args if call is not None else None, row["exact"], executed)
-        rows.append({**row, "executed": executed, "cell": cell, "kind": kind, "reason": judgment.reason or "", "excluded": judgment.excluded or ""})
-    return pd.DataFrame(rows, columns=["key", "level", "dialogue", "exact", "mapped", "executed", "cell", "kind", "reason", "excluded"])
+        args = call.args if call is not None else None
+        kind = disagreement_kind(entry.gold_parameters, args, row["exact"], executed)
+        diff = first_difference(entry.gold_parameters, args) if kind is not None else None
+        rows.append(
+            {
+                **row, "executed": executed, "cell": cell, "kind": kind, "reason": judgment.reason or "",
+                "excluded": judgment.excluded or "", "difference": "" if diff is None else f"{diff[0]}: {diff[1]!r} -> {diff[2]!r}",
+            }
+        )
+    columns = ["key", "level", "dialogue", "exact", "mapped", "executed", "cell", "kind", "reason", "excluded", "difference"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def cross_table(rows: pd.DataFrame, model: str = "") -> pd.DataFrame:

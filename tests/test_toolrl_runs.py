@@ -228,6 +228,9 @@ def test_the_oracle_is_right_both_ways_and_a_number_for_text_only_by_execution(t
     assert len(changed) and not changed["exact"].any()
     assert (changed["cell"] == "execution only").any()
     assert set(changed.loc[changed["cell"] == "execution only", "kind"]) == {"number written as text or text as number"}
+    only = changed[changed["cell"] == "execution only"].iloc[0]
+    name, value = next((k, v) for k, v in _Numbers.entries[only["key"]].gold_parameters.items() if v.isdigit())
+    assert only["difference"] == f"{name}: {value!r} -> {int(value)!r}"
     counts = disagreement_counts(rows, "numbers")
     assert counts["answers"].sum() == int(rows["kind"].notna().sum()) and "key" not in counts.columns
 
