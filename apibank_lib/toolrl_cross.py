@@ -51,6 +51,7 @@ CELLS = ("both right", "exact match only", "execution only", "both wrong")
 """The cross-table's cells: right under both judges, under ToolRL's exact match only, under execution only, neither."""
 
 DISAGREEMENT_KINDS = (
+    "list or object written as text, or text as one",
     "number written as text or text as number",
     "spacing or case",
     "date or time written otherwise",
@@ -132,6 +133,9 @@ def disagreement_kind(gold: Mapping[str, Any], predicted: Mapping[str, Any] | No
             continue
         if got is None:
             return "value the API does not check"
+        if isinstance(got, (list, dict)) or isinstance(want, (list, dict)):
+            if str(got) == str(want) or _literal_equal(got, want):
+                return "list or object written as text, or text as one"
         if str(got) == str(want) or _number(got) == _number(want) is not None:
             return "number written as text or text as number"
         if re.sub(r"\s+", "", str(got)).lower() == re.sub(r"\s+", "", str(want)).lower():
@@ -151,6 +155,19 @@ def first_difference(gold: Mapping[str, Any], predicted: Mapping[str, Any] | Non
             return key, want, predicted.get(key)
     extra = sorted(set(predicted) - set(gold))
     return (extra[0], None, predicted[extra[0]]) if extra else None
+
+
+def _literal_equal(a: Any, b: Any) -> bool:
+    """Whether a structured value and a text hold the same list or object (the text read as JSON; never evaluated)."""
+    def read(v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        try:
+            return json.loads(v.replace("'", '"'))
+        except json.JSONDecodeError:
+            return None
+    left, right = read(a), read(b)
+    return left is not None and left == right
 
 
 def _number(value: Any) -> float | None:

@@ -241,6 +241,8 @@ def test_the_oracle_is_right_both_ways_and_a_number_for_text_only_by_execution(t
         ({"formula": "(5+6)*3"}, {"formula": "(5 + 6) * 3"}, "spacing or case"),
         ({"time": "2023-04-01 07:00:00"}, {"time": "2023-04-01 07:00"}, "date or time written otherwise"),
         ({"user_id": "3"}, {"user_id": 3}, "number written as text or text as number"),
+        ({"attendees": "['Ana', 'Tom']"}, {"attendees": ["Ana", "Tom"]}, "list or object written as text, or text as one"),
+        ({"data": '[{"k": "1"}]'}, {"data": [{"k": "1"}]}, "list or object written as text, or text as one"),
         ({"a": "x"}, {"a": "x", "b": "y"}, "parameter the API does not need"),
     ],
 )
