@@ -60,6 +60,7 @@ __all__ = [
     "run_toolrl",
     "score_toolrl_run",
     "is_toolrl_run",
+    "prompt_mode_for",
     "read_records",
     "toolrl_table",
 ]
