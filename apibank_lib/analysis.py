@@ -242,9 +242,7 @@ def _accuracy(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[flo
     if not counted:
         return None, None, None, 0
     iv = bootstrap_mean([1.0 if j.correct else 0.0 for j in js], [_cluster(j) for j in js], n_boot=n_boot, seed=seed)
-    if iv.clusters < MIN_CLUSTERS:
-        return _pct(share), None, None, iv.clusters
-    return _pct(share), _pct(iv.low), _pct(iv.high), iv.clusters
+    return (_pct(share), *bounds(iv, 100), iv.clusters)
 
 
 def _item_accuracy(run: ScoredRun, n_boot: int, seed: int) -> tuple[float | None, float | None, float | None, int]:
@@ -256,9 +254,7 @@ def _item_accuracy(run: ScoredRun, n_boot: int, seed: int) -> tuple[float | None
         return None, None, None, 0
     iv = bootstrap_mean([float(ok) for _, ok in results], [item for (_, item), _ in results], n_boot=n_boot, seed=seed)
     share = sum(ok for _, ok in results) / len(results)
-    if iv.clusters < MIN_CLUSTERS:
-        return _pct(share), None, None, len(results)
-    return _pct(share), _pct(iv.low), _pct(iv.high), len(results)
+    return (_pct(share), *bounds(iv, 100), len(results))
 
 
 def _rouge(js: Sequence[JudgmentRecord], n_boot: int, seed: int) -> tuple[float | None, ...]:

@@ -45,7 +45,7 @@ from apibank_lib.errors import ApibankError, ConfigError, DataError
 from apibank_lib.formats.toolrl import FILES, ToolRLEntry, load_toolrl
 from apibank_lib.paths import runs_dir
 from apibank_lib.prompts import Prompt
-from apibank_lib.stats import MIN_CLUSTERS, bootstrap_mean
+from apibank_lib.stats import TOO_FEW, bootstrap_mean, bounds
 from apibank_lib.subsets import RANDOM, describe, take
 from apibank_lib.toolrl import TOOLRL, accuracies, gold_answer, judge
 from apibank_lib.types import ApiRecord, Context, Param, ToolSchema, Turn, Utterance
@@ -338,9 +338,8 @@ def _interval(values: list[float], clusters: list[Any]) -> dict[str, Any]:
     if not values:
         return {"low": None, "high": None, "dialogues": 0, "why_blank": "no entries"}
     iv = bootstrap_mean(values, clusters)
-    if iv.clusters < MIN_CLUSTERS:
-        return {"low": None, "high": None, "dialogues": iv.clusters, "why_blank": f"fewer than {MIN_CLUSTERS} dialogues"}
-    return {"low": round(100 * iv.low, 2), "high": round(100 * iv.high, 2), "dialogues": iv.clusters}
+    low, high = bounds(iv, 100)  # blank below MIN_CLUSTERS dialogues
+    return {"low": low, "high": high, "dialogues": iv.clusters, **({} if iv.shown else {"why_blank": TOO_FEW})}
 
 
 def score_toolrl_run(folder: str | Path, *, entries: dict[int, list[ToolRLEntry]] | None = None) -> dict[str, Any]:
