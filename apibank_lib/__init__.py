@@ -10,9 +10,9 @@ The public API a notebook needs, in one import::
     df = RunFolder("runs/<folder>").to_frame()   # the judgments of a scored run
 """
 
-from apibank_lib.calls import format_call, parse_calls
-from apibank_lib.datasets import Benchmark, cut_samples, load_benchmark, statistics
-from apibank_lib.errors import (
+from apibank_lib.core.calls import format_call, parse_calls
+from apibank_lib.data.datasets import Benchmark, cut_samples, load_benchmark, statistics
+from apibank_lib.core.errors import (
     ApibankError,
     BackendError,
     CallError,
@@ -22,15 +22,15 @@ from apibank_lib.errors import (
     ToolError,
     ToolFailure,
 )
-from apibank_lib.grading import EpisodeJudgment, Grader, Judgment, replay
-from apibank_lib.prompts import Prompt, build_prompt, target_text
-from apibank_lib.protocols import PAPER, PROTOCOLS, V2, GradingProtocol, StatePolicy, get_protocol
-from apibank_lib.runner import RunResult, RunStopped, run
-from apibank_lib.runs import JudgmentRecord, PredictionRecord, RunConfig, RunFolder
-from apibank_lib.sandbox import Sandbox
-from apibank_lib.scoring import score_run
-from apibank_lib.taxonomy import ErrorCategory
-from apibank_lib.types import (
+from apibank_lib.grading.grader import EpisodeJudgment, Grader, Judgment, replay
+from apibank_lib.prompting.prompts import Prompt, build_prompt, target_text
+from apibank_lib.env.protocols import PAPER, PROTOCOLS, V2, GradingProtocol, StatePolicy, get_protocol
+from apibank_lib.runs.runner import RunResult, RunStopped, run
+from apibank_lib.runs.folder import JudgmentRecord, PredictionRecord, RunConfig, RunFolder
+from apibank_lib.env.sandbox import Sandbox
+from apibank_lib.runs.scoring import score_run
+from apibank_lib.grading.taxonomy import ErrorCategory
+from apibank_lib.core.types import (
     ApiCall,
     ApiCallSample,
     ApiRecord,
@@ -42,7 +42,7 @@ from apibank_lib.types import (
     ResponseSample,
     Utterance,
 )
-from apibank_lib.version import __version__
+from apibank_lib.core.version import __version__
 
 __all__ = [
     "__version__",

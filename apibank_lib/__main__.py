@@ -2,6 +2,6 @@
 
 import sys
 
-from apibank_lib.cli import main
+from apibank_lib.cli.commands import main
 
 sys.exit(main())

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from apibank_lib.backends.base import Request
-from apibank_lib.backends.llamacpp import LlamaCppBackend
-from apibank_lib.chat import build_chat
-from apibank_lib.datasets import load_benchmark
-from apibank_lib.packaged_models import model_status
-from apibank_lib.prompts import build_prompt
-from apibank_lib.runner import STOPS
+from apibank_lib.models.base import Request
+from apibank_lib.models.llamacpp import LlamaCppBackend
+from apibank_lib.prompting.chat import build_chat
+from apibank_lib.data.datasets import load_benchmark
+from apibank_lib.models.packaged import model_status
+from apibank_lib.prompting.prompts import build_prompt
+from apibank_lib.runs.runner import STOPS
 
 
 def _answer_all(backend: LlamaCppBackend, requests: list[Request], reuse: bool) -> tuple[float, int, list[str]]:

@@ -22,11 +22,11 @@ import threading
 import time
 from pathlib import Path
 
-from apibank_lib.backends.baselines import NoCallBackend
-from apibank_lib.backends.openai_compat import OpenAIBackend
-from apibank_lib.datasets import load_benchmark
-from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig
+from apibank_lib.models.baselines import NoCallBackend
+from apibank_lib.models.openai_compat import OpenAIBackend
+from apibank_lib.data.datasets import load_benchmark
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig
 
 DELAY_S = 0.1
 
@@ -81,7 +81,7 @@ def main() -> None:
 
     # 3. the embedded model
     if not args.skip_model:
-        from apibank_lib.backends import load_backend
+        from apibank_lib.models import load_backend
 
         backend = load_backend("llamacpp:gemma-3-270m", threads=2)
         cfg = RunConfig("llamacpp:gemma-3-270m", levels=(1,), limit=20, out=str(tmp / "gemma"))

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/search_latency.py [--queries N] [--cold-runs N] [--threads N]
 
-* cold: a new Python process imports apibank_lib.search (and its embedders), loads the embedder, builds the index and answers one
+* cold: a new Python process imports apibank_lib.retrieval.search (and its embedders), loads the embedder, builds the index and answers one
   query; the figure is the wall time of the whole process (interpreter start included), with the API embeddings
   already in the disk cache (a usual ``apibank search``) and with an empty cache (the very first search);
 * API-embedding build: embedding every candidate API's text in a warm process (no disk cache);
@@ -12,7 +12,7 @@ Usage: .venv/bin/python benchmarks/search_latency.py [--queries N] [--cold-runs 
 numpy and sentence-transformers run with one thread (the library defaults) unless --threads says otherwise;
 ONNX Runtime with its default (two threads on two cores or more). The embedders are measured in alternation so
 that a change in the machine's load hits all of them. The candidates are 52 level-1/2-style
-APIs written below, so the script depends only on apibank_lib.search, apibank_lib.embedders and the types they take.
+APIs written below, so the script depends only on apibank_lib.retrieval.search, apibank_lib.retrieval.embedders and the types they take.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ VERBS = ["set", "find", "book", "check", "cancel", "change", "show", "add", "del
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from apibank_lib import embedders, search
-from apibank_lib.types import ToolSchema
+from apibank_lib.retrieval import embedders, search
+from apibank_lib.core.types import ToolSchema
 t1 = time.perf_counter()
 embedder = getattr(embedders, sys.argv[1])()
 t2 = time.perf_counter()
@@ -149,9 +149,9 @@ def main() -> None:
     os.environ["APIBANK_CACHE"] = tempfile.mkdtemp(prefix="apibank-bench-")
     import numpy as np
 
-    from apibank_lib.embedders import MiniLMEmbedder, OnnxMiniLMEmbedder, SentenceTransformerEmbedder
-    from apibank_lib.search import ToolIndex
-    from apibank_lib.types import ToolSchema
+    from apibank_lib.retrieval.embedders import MiniLMEmbedder, OnnxMiniLMEmbedder, SentenceTransformerEmbedder
+    from apibank_lib.retrieval.search import ToolIndex
+    from apibank_lib.core.types import ToolSchema
 
     schemas = [ToolSchema(n, d, {}, {}) for n, d in APIS]
     embedders = {

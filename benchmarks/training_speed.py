@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, sys
 from pathlib import Path
-from apibank_lib.backends.transformers_backend import load_tokenizer
+from apibank_lib.models.transformers_backend import load_tokenizer
 from apibank_lib.training.chat_examples import template_of
 from apibank_lib.training.recipe import TrainConfig, train
 from apibank_lib.training.workflow import build_examples

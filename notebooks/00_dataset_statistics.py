@@ -22,7 +22,7 @@
 
 # %%
 from apibank_lib import load_benchmark, statistics
-from apibank_lib import analysis, plots
+from apibank_lib.report import analysis, plots
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release

@@ -22,7 +22,7 @@
 
 # %%
 from apibank_lib import PAPER, V2, Grader, load_benchmark, target_text
-from apibank_lib import workbench
+from apibank_lib.report import workbench
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release

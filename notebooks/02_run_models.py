@@ -27,7 +27,7 @@
 
 # %%
 from apibank_lib import load_benchmark
-from apibank_lib import analysis, workbench
+from apibank_lib.report import analysis, workbench
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release

@@ -26,7 +26,7 @@
 
 # %%
 from apibank_lib import load_benchmark
-from apibank_lib import analysis, compounding, plots, workbench
+from apibank_lib.report import analysis, compounding, plots, workbench
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release

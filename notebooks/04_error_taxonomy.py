@@ -23,7 +23,7 @@
 
 # %%
 from apibank_lib import load_benchmark
-from apibank_lib import analysis, plots, workbench
+from apibank_lib.report import analysis, plots, workbench
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release

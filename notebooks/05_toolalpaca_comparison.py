@@ -39,13 +39,13 @@
 import pandas as pd
 from pathlib import Path
 from apibank_lib import load_benchmark
-from apibank_lib import analysis, plots, workbench
-from apibank_lib import toolalpaca_eval
-from apibank_lib.backends.registry import load_backend
-from apibank_lib.formats.toolalpaca import convert_evaluation, read_toolalpaca
-from apibank_lib.formats.train_corpus import corpus_schemas
-from apibank_lib.paths import runs_dir
-from apibank_lib.training.shipped import models_dir
+from apibank_lib.report import analysis, plots, workbench
+from apibank_lib.runs import toolalpaca as toolalpaca_eval
+from apibank_lib.models.registry import load_backend
+from apibank_lib.data.formats.toolalpaca import convert_evaluation, read_toolalpaca
+from apibank_lib.data.formats.train_corpus import corpus_schemas
+from apibank_lib.core.paths import runs_dir
+from apibank_lib.models.catalog import models_dir
 from apibank_lib.training.workflow import retrain
 
 # %% tags=["parameters"]

@@ -32,13 +32,14 @@
 # %%
 import tempfile
 from pathlib import Path
-from apibank_lib import analysis, load_benchmark, workbench
-from apibank_lib.formats.train_corpus import default_corpus_dir
-from apibank_lib.paths import DATA_DIR
+from apibank_lib import load_benchmark
+from apibank_lib.report import analysis, workbench
+from apibank_lib.data.formats.train_corpus import default_corpus_dir
+from apibank_lib.core.paths import DATA_DIR
 from apibank_lib.synthesis import records
 from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
 from apibank_lib.synthesis.single import run_single_agent
-from apibank_lib.synthesis.tester import check_corpus
+from apibank_lib.data.check_train import check_corpus
 
 # %% tags=["parameters"]
 BACKEND = "llamacpp:qwen2.5-coder-0.5b"  # or openai:<model>@<base_url>

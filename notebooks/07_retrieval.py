@@ -19,7 +19,7 @@
 # ToolSearcher's retrieval measured on its own: every gold ToolSearcher step of the benchmark (its keywords and the
 # API the dialogue needed next) and, for our benchmark, four rewordings of each distinct gold query written by us
 # (paraphrase, terse, noisy, question), split by query into a *tuning* and a *held-out* part. Every retriever of
-# `apibank_lib.retrievers` is measured on it (hit@1, hit@3, mean reciprocal rank, 95% intervals over distinct
+# `apibank_lib.retrieval.retrievers` is measured on it (hit@1, hit@3, mean reciprocal rank, 95% intervals over distinct
 # queries, latency), the `v2` protocol's retriever (`enriched`) is compared with the paper's recipe (`embedding`) on
 # the held-out part, and levels 2 and 3 are graded again with each retriever: the oracle (the gold keywords) and the
 # models. With `DATA` set to an official release, its own gold searches are measured (our rewordings belong to our
@@ -28,8 +28,8 @@
 # %%
 import pandas as pd
 from apibank_lib import load_benchmark
-from apibank_lib import analysis, plots, retrieval, workbench
-from apibank_lib.protocols import PAPER, V2
+from apibank_lib.report import analysis, plots, retrieval, workbench
+from apibank_lib.env.protocols import PAPER, V2
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release

@@ -27,8 +27,8 @@
 
 # %%
 from apibank_lib import load_benchmark
-from apibank_lib import analysis, plots, transfer, workbench
-from apibank_lib.datasets import data_source
+from apibank_lib.report import analysis, plots, transfer, workbench
+from apibank_lib.data.datasets import data_source
 
 # %% tags=["parameters"]
 DATA = None  # a release to compare with the bundled benchmark (e.g. the root of an official API-Bank copy)

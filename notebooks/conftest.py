@@ -1,8 +1,8 @@
 """Notebook tests (nbval): the kernels write runs, tables and figures under a temporary folder, not the project.
 
 nbval starts each notebook's kernel from this process, so the environment set
-here reaches the library's defaults (:func:`apibank_lib.paths.runs_dir`,
-:func:`apibank_lib.paths.results_root`, :func:`apibank_lib.paths.figures_root`).
+here reaches the library's defaults (:func:`apibank_lib.core.paths.runs_dir`,
+:func:`apibank_lib.core.paths.results_root`, :func:`apibank_lib.core.paths.figures_root`).
 """
 
 from __future__ import annotations

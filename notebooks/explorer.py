@@ -21,8 +21,9 @@
 # The cell below the parameters makes the reference runs (or resumes them instantly); to look at your own runs, give their folders instead: `Explorer(bench, ["runs/<folder>", ...])`.
 
 # %%
-from apibank_lib import load_benchmark, workbench
-from apibank_lib.explorer import Explorer
+from apibank_lib import load_benchmark
+from apibank_lib.report import workbench
+from apibank_lib.report.explorer import Explorer
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release

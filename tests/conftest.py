@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.datasets import Benchmark, load_benchmark
+from apibank_lib.data.datasets import Benchmark, load_benchmark
 
 OFFICIAL_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "official"
 """A tiny release in the official API-Bank layout, written by us (see fixtures/build_official_fixture.py)."""

@@ -17,11 +17,11 @@ from typing import Any
 
 import httpx
 
-from apibank_lib.protocols import get_protocol
-from apibank_lib.sandbox import Sandbox
-from apibank_lib.tools.account import CheckToken
-from apibank_lib.tools.base import Tool
-from apibank_lib.tools.toolset import ToolSet
+from apibank_lib.env.protocols import get_protocol
+from apibank_lib.env.sandbox import Sandbox
+from apibank_lib.env.tools.account import CheckToken
+from apibank_lib.env.tools.base import Tool
+from apibank_lib.env.tools.toolset import ToolSet
 
 
 def sandbox_for(*tools: type[Tool], dbs: dict[str, Any] | None = None, conversion: str = "v2", searcher: Any = None) -> Sandbox:

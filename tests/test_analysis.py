@@ -7,18 +7,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib import analysis
-from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.datasets import Benchmark
-from apibank_lib.grading import Grader
-from apibank_lib.prompts import target_text
-from apibank_lib.protocols import PAPER, V2
-from apibank_lib.replies import rouge_l, rouge_score_l
-from apibank_lib.reported import PAPER_MAIN_RESULTS
-from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig
-from apibank_lib.stats import MIN_CLUSTERS
-from apibank_lib.types import ResponseSample
+from apibank_lib.report import analysis
+from apibank_lib.models.scripted import ScriptedBackend
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.grading.grader import Grader
+from apibank_lib.prompting.prompts import target_text
+from apibank_lib.env.protocols import PAPER, V2
+from apibank_lib.core.replies import rouge_l, rouge_score_l
+from apibank_lib.data.reported import PAPER_MAIN_RESULTS
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig
+from apibank_lib.core.stats import MIN_CLUSTERS
+from apibank_lib.core.types import ResponseSample
 
 
 def test_rouge_l_of_both_packages_by_hand() -> None:
@@ -204,7 +204,7 @@ def pd_isna(value: object) -> bool:
 
 
 def test_accuracy_by_what_the_training_corpus_has_seen(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.types import Param, ToolSchema
+    from apibank_lib.core.types import Param, ToolSchema
 
     run_ = _funnel_run(bench, tmp_path)
     # A corpus with an API named AddAlarm, and one API whose parameters are GetUserToken's (username, password).
@@ -237,7 +237,7 @@ def test_runs_are_cut_to_the_samples_they_all_have(bench: Benchmark, tmp_path: P
 def test_the_toolalpaca_figure_says_what_each_row_was_trained_and_measured_on(tmp_path: Path) -> None:
     import pandas as pd
 
-    from apibank_lib import plots
+    from apibank_lib.report import plots
 
     table = pd.DataFrame(
         [

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-from apibank_lib.backends.registry import BACKENDS, backend_class
-from apibank_lib.protocols import PROTOCOLS
-from apibank_lib.tools.base import LEVEL3, LEVEL12, Tool
-from apibank_lib.tools.registry import TOOL_MODULES, tool_classes, tools_defined_in
+from apibank_lib.models.registry import BACKENDS, backend_class
+from apibank_lib.env.protocols import PROTOCOLS
+from apibank_lib.env.tools.base import LEVEL3, LEVEL12, Tool
+from apibank_lib.env.tools.registry import TOOL_MODULES, tool_classes, tools_defined_in
 
 PACKAGE = Path(__file__).resolve().parents[1] / "apibank_lib"
 
@@ -77,8 +78,8 @@ def _string_constants(path: Path) -> set[str]:
 
 def test_protocol_names_are_strings_only_where_protocols_are_defined() -> None:
     for name, path in _modules().items():
-        # backends.base defines the prompt modes, one of which shares the word "paper" (the paper's text prompt).
-        if name in ("apibank_lib.protocols", "apibank_lib.backends.base"):
+        # prompting.modes defines the prompt modes, one of which shares the word "paper" (the paper's text prompt).
+        if name in ("apibank_lib.env.protocols", "apibank_lib.prompting.modes"):
             continue
         assert not _string_constants(path) & set(PROTOCOLS), f"{name} names a protocol as a string"
 
@@ -112,7 +113,7 @@ def test_every_backend_is_one_registry_line() -> None:
 
 def _choices(flag: str) -> list[set[str]]:
     """The choices of ``flag`` in every subcommand that has it."""
-    from apibank_lib.cli import build_parser
+    from apibank_lib.cli.commands import build_parser
 
     parser = build_parser()
     found = []
@@ -125,22 +126,45 @@ def _choices(flag: str) -> list[set[str]]:
 
 
 def test_every_retriever_and_protocol_is_one_registry_entry() -> None:
-    from apibank_lib.protocols import PROTOCOLS
-    from apibank_lib.retrievers import RETRIEVERS
-    from apibank_lib.toolrl import TOOLRL
+    from apibank_lib.env.protocols import PROTOCOLS
+    from apibank_lib.retrieval.retrievers import RETRIEVERS
+    from apibank_lib.grading.toolrl import TOOLRL
 
     assert _choices("--retriever") and all(c == set(RETRIEVERS) for c in _choices("--retriever"))
-    # ToolRL's protocol judges only ToolRL's own files, through `apibank run` (apibank_lib.toolrl, not a registry entry).
+    # ToolRL's protocol judges only ToolRL's own files, through `apibank run` (apibank_lib.grading.toolrl, not a registry entry).
     assert _choices("--protocol") and all(c - {TOOLRL.name} == set(PROTOCOLS) for c in _choices("--protocol"))
     assert sum(TOOLRL.name in c for c in _choices("--protocol")) == 1
 
 
 def test_every_notebook_is_one_text_file_named_where_it_is_listed() -> None:
-    from apibank_lib import reproduce
-    from apibank_lib.paths import NOTEBOOKS_DIR, PROJECT_ROOT
+    from apibank_lib.report import reproduce
+    from apibank_lib.core.paths import NOTEBOOKS_DIR, PROJECT_ROOT
 
     texts = sorted(p.stem for p in NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
     assert texts and [p.stem for p in reproduce.notebooks()] == texts
     for listing in (PROJECT_ROOT / "README.md", PROJECT_ROOT / "docs" / "notebooks.md", NOTEBOOKS_DIR / "README.md"):
         text = listing.read_text(encoding="utf-8")
         assert [t for t in texts if f"`{t}`" not in text and f"**`{t}`**" not in text] == [], listing.name
+
+
+STAGES = ["core", "retrieval", "env", "data", "prompting", "grading", "models", "runs", "training", "synthesis", "report", "cli"]
+
+
+def test_the_stage_contracts_hold() -> None:
+    """import-linter's contracts of pyproject.toml (each stage imports only the stages below it, function-level
+    imports included; training and synthesis do not know each other) hold for the package as it is."""
+    from importlinter import configuration
+    from importlinter.application.use_cases import lint_imports
+
+    configuration.configure()
+
+    assert lint_imports(config_filename=str(PACKAGE.parent / "pyproject.toml"), cache_dir=None, no_logo=True), "broken import contracts: run `lint-imports` to see them"
+
+
+def test_the_package_shows_its_stages() -> None:
+    """`ls apibank_lib` shows the stages and nothing else beside the package's own two files."""
+    entries = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
+    assert entries == sorted(["__init__.py", "__main__.py", *STAGES])
+    config = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    for stage in STAGES:
+        assert re.search(rf"apibank_lib\.{stage}\b", config), f"stage {stage} is in no contract"

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.backends import BackendError, Request, load_backend
-from apibank_lib.backends.llamacpp import packaged_gemma_path
-from apibank_lib.backends.openai_compat import OpenAIBackend, tool_json_schema
-from apibank_lib.chat import ChatPrompt
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.prompts import Prompt, build_prompt
-from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder
-from apibank_lib.tools.registry import toolset_for_level
-from apibank_lib.types import ApiCall, Context
+from apibank_lib.models import BackendError, Request, load_backend
+from apibank_lib.models.llamacpp import packaged_gemma_path
+from apibank_lib.models.openai_compat import OpenAIBackend, tool_json_schema
+from apibank_lib.prompting.chat import ChatPrompt
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.prompting.prompts import Prompt, build_prompt
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig, RunFolder
+from apibank_lib.env.tools.registry import toolset_for_level
+from apibank_lib.core.types import ApiCall, Context
 from tests.helpers import CHAT_REPLY, JsonHandler, llama_server, serve
 
 NO_CONTEXT = Context(1, "api", (), ())
@@ -190,7 +190,7 @@ def hf_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_transformers_backend_loads_the_gguf_and_caches_the_conversion(hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tmp_path = hf_cache
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
-    from apibank_lib.backends.transformers_backend import TransformersBackend
+    from apibank_lib.models.transformers_backend import TransformersBackend
 
     first = TransformersBackend("gemma-3-270m", threads=2)
     prompt = Prompt([], "The capital of France is", [])
@@ -206,7 +206,7 @@ def test_transformers_backend_applies_a_lora_adapter(hf_cache: Path, tmp_path: P
     monkeypatch.setenv("APIBANK_CACHE", str(hf_cache))
     from peft import LoraConfig, get_peft_model
 
-    from apibank_lib.backends.transformers_backend import TransformersBackend, load_causal_lm
+    from apibank_lib.models.transformers_backend import TransformersBackend, load_causal_lm
 
     lm, _, _ = load_causal_lm("gemma-3-270m")
     # A freshly initialised LoRA adapter (B = 0) leaves the model's function unchanged.

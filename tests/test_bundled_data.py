@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from apibank_lib.authoring import build
-from apibank_lib.datasets import Benchmark, statistics
-from apibank_lib.grading import replay
-from apibank_lib.protocols import V2
-from apibank_lib.tools.registry import toolset_for_level
-from apibank_lib.validate import validate
+from apibank_lib.data.authoring import build
+from apibank_lib.data.datasets import Benchmark, statistics
+from apibank_lib.grading.grader import replay
+from apibank_lib.env.protocols import V2
+from apibank_lib.env.tools.registry import toolset_for_level
+from apibank_lib.grading.validate import validate
 
 
 def test_paper_sized(bench: Benchmark) -> None:

@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from apibank_lib.backends.base import Request, render_with_template
-from apibank_lib.chat import build_chat
-from apibank_lib.chat_template import ChatTemplate, TemplateError
-from apibank_lib.datasets import Benchmark
-from apibank_lib.packaged_models import model_status, packaged_model_path
-from apibank_lib.prompts import build_prompt
-from apibank_lib.toolcalls import parse_tool_calls
+from apibank_lib.models.base import Request, render_with_template
+from apibank_lib.prompting.chat import build_chat
+from apibank_lib.prompting.chat_template import ChatTemplate, TemplateError
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.models.packaged import model_status, packaged_model_path
+from apibank_lib.prompting.prompts import build_prompt
+from apibank_lib.prompting.toolcalls import parse_tool_calls
 from apibank_lib.training.chat_examples import answer_message, template_example, template_of
 from apibank_lib.training.export import TrainingExample, fingerprint, read_examples, write_examples
 from apibank_lib.training.recipe import tokenize_example
-from apibank_lib.types import ApiCall, ApiCallSample, ApiRecord
+from apibank_lib.core.types import ApiCall, ApiCallSample, ApiRecord
 from tests.test_chat import OUR_TEMPLATE
 
 
@@ -131,8 +131,8 @@ def test_with_qwens_own_template_the_target_parses_back_to_the_gold_call(bench: 
 
 
 def test_prompt_mode_shares_are_parsed_strictly() -> None:
-    from apibank_lib.errors import ConfigError
-    from apibank_lib.training.chat_examples import parse_modes
+    from apibank_lib.core.errors import ConfigError
+    from apibank_lib.prompting.modes import parse_modes
 
     assert parse_modes("chat=0.7,paper=0.3") == {"chat": 0.7, "paper": 0.3}
     assert parse_modes("chat") == {"chat": 1.0}
@@ -156,7 +156,7 @@ def test_a_samples_mode_depends_on_its_key_and_the_seed_only() -> None:
 def test_an_adapter_is_evaluated_by_default_in_the_rendering_it_was_trained_on(tmp_path: object) -> None:
     from pathlib import Path
 
-    from apibank_lib.training.shipped import adapter_prompt_mode
+    from apibank_lib.models.catalog import adapter_prompt_mode
 
     root = Path(str(tmp_path))
     for name, data, expected in (
@@ -217,7 +217,7 @@ def test_api_orders_are_read_per_prompt_or_per_mode(text: str, expected: object)
 
 @pytest.mark.parametrize("text", ["random", "chat=random", "completion=shuffled", "chat"])
 def test_an_unreadable_api_order_names_what_it_could_not_read(text: str) -> None:
-    from apibank_lib.errors import ConfigError
+    from apibank_lib.core.errors import ConfigError
     from apibank_lib.training.export import parse_api_order
 
     with pytest.raises(ConfigError, match="order"):

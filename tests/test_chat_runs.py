@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.backends.base import Request
-from apibank_lib.backends.openai_compat import TOOLS_CHECK, OpenAIBackend
-from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.runner import RunStopped, run
-from apibank_lib.runs import RunConfig, RunFolder, plan
-from apibank_lib.scoring import score_run
-from apibank_lib.toolcalls import render_tool_call
-from apibank_lib.types import ApiCallSample
+from apibank_lib.models.base import Request
+from apibank_lib.models.openai_compat import TOOLS_CHECK, OpenAIBackend
+from apibank_lib.models.scripted import ScriptedBackend
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.runs.runner import RunStopped, run
+from apibank_lib.runs.folder import RunConfig, RunFolder, plan
+from apibank_lib.runs.scoring import score_run
+from apibank_lib.prompting.toolcalls import render_tool_call
+from apibank_lib.core.types import ApiCallSample
 from tests.helpers import JsonHandler, serve
 
 
@@ -148,7 +148,7 @@ def test_a_server_that_ignores_tools_stops_the_run_and_is_remembered(bench: Benc
 
 def test_regrading_with_each_retriever_reads_chat_answers_as_tool_calls(bench: Benchmark, tmp_path: Path) -> None:
     # Notebook 07 grades a run's level-2/3 answers again with every retriever; a chat run's answers are tool calls.
-    from apibank_lib.retrieval import accuracy_by_retriever
+    from apibank_lib.report.retrieval import accuracy_by_retriever
 
     out = tmp_path / "chat23"
     config = RunConfig("scripted", levels=(2, 3), limit=8, tasks=("api",), prompt_mode="chat", out=str(out))

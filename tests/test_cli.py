@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib import cli
-from apibank_lib.cli import main
-from apibank_lib.datasets import Benchmark
+from apibank_lib.cli import commands as cli
+from apibank_lib.cli.commands import main
+from apibank_lib.core.paths import PROJECT_ROOT
+from apibank_lib.data.datasets import Benchmark
 from tests.conftest import OFFICIAL_FIXTURE
 from tests.helpers import CHAT_REPLY, JsonHandler, serve
 
@@ -126,14 +127,14 @@ def test_validate_on_a_release_checks_what_a_release_promises(capsys: pytest.Cap
 
 
 def test_score_takes_data_and_reports_coverage(bench: Benchmark, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from apibank_lib.runs import RunConfig, plan
+    from apibank_lib.runs.folder import RunConfig, plan
 
     out = tmp_path / "run"
     assert main(["run", "--model", "oracle", "--level", "1", "--limit", "3", "--out", str(out)]) == 0
     capsys.readouterr()
     n = len(plan(bench, RunConfig("oracle", levels=(1,), limit=3)))  # whole dialogues drawn: at least 3
     assert n >= 3
-    assert main(["score", str(out), "--data", str(Path(cli.__file__).resolve().parents[1] / "data" / "eval")]) == 0
+    assert main(["score", str(out), "--data", str(PROJECT_ROOT / "data" / "eval")]) == 0
     text = capsys.readouterr().out
     assert f"coverage: {n} answered, 0 failed, 0 missing of {n} expected" in text and "PARTIAL" not in text
     # Runs that differ only in prompt mode or folder read apart.

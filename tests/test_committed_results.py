@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib import analysis, workbench
-from apibank_lib.datasets import Benchmark
-from apibank_lib.paths import PROJECT_ROOT
-from apibank_lib.reproduce import PROFILES
+from apibank_lib.report import analysis, workbench
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.paths import PROJECT_ROOT
+from apibank_lib.report.reproduce import PROFILES
 
 COMMITTED = PROJECT_ROOT / "results" / "bundled"
 REFERENCE = ["oracle", "no-call", "heuristic"]

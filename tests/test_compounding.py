@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.compounding import compounding_table, item_outcomes, summary
-from apibank_lib.datasets import Benchmark
-from apibank_lib.runner import run
-from apibank_lib.runs import JudgmentRecord, RunConfig
-from apibank_lib.scoring import ScoredRun, scored
+from apibank_lib.report.compounding import compounding_table, item_outcomes, summary
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import JudgmentRecord, RunConfig
+from apibank_lib.runs.scoring import ScoredRun, scored
 
 
 @pytest.fixture(scope="module")

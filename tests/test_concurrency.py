@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.datasets import Benchmark
-from apibank_lib.runner import Governor, run
-from apibank_lib.runs import RunConfig, RunFolder, plan
-from apibank_lib.scoring import score_run
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.runner import Governor, run
+from apibank_lib.runs.folder import RunConfig, RunFolder, plan
+from apibank_lib.runs.scoring import score_run
 from tests.helpers import CHAT_REPLY, JsonHandler, serve
 
 
@@ -83,7 +83,7 @@ def test_concurrency_backs_off_on_429_and_the_run_records_it(bench: Benchmark, t
 
 @pytest.mark.slow
 def test_concurrency_4_against_a_real_server_judges_as_concurrency_1(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.packaged_models import packaged_model_path
+    from apibank_lib.models.packaged import packaged_model_path
     from tests.helpers import llama_server
 
     with llama_server(packaged_model_path("qwen2.5-coder-0.5b"), "--n_ctx", "4096") as base:

@@ -8,15 +8,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.analysis import COST_COLUMNS, compact_main_table, compare_runs, load_runs, main_table
-from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.cli import main
-from apibank_lib.costs import cost_of, parse_price, run_cost
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.merge import merge_runs
-from apibank_lib.runner import run
-from apibank_lib.runs import PredictionRecord, RunConfig, RunFolder
+from apibank_lib.report.analysis import COST_COLUMNS, compact_main_table, compare_runs, load_runs, main_table
+from apibank_lib.models.scripted import ScriptedBackend
+from apibank_lib.cli.commands import main
+from apibank_lib.runs.costs import cost_of, parse_price, run_cost
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.runs.merge import merge_runs
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import PredictionRecord, RunConfig, RunFolder
 
 
 def _record(key: str, tokens: tuple[int | None, int | None], latency: float | None, reused: bool = False) -> PredictionRecord:
@@ -119,7 +119,7 @@ def test_the_main_table_shows_what_each_run_cost(bench: Benchmark, tmp_path: Pat
 
 
 def test_token_counts_read_short() -> None:
-    from apibank_lib.analysis import _short_count
+    from apibank_lib.report.analysis import _short_count
 
     assert [_short_count(n) for n in (812, 45_300, 1_523_000)] == ["812", "45.3k", "1.52M"]
 

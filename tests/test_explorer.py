@@ -11,11 +11,13 @@ import nbformat
 import papermill
 import pytest
 
-from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, RunFolder, run, workbench
-from apibank_lib.calls import format_call
-from apibank_lib.errors import ConfigError
-from apibank_lib.explorer import ALL, CORRECT, Explorer
-from apibank_lib.runs import plan
+from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, RunFolder, run
+
+from apibank_lib.report import workbench
+from apibank_lib.core.calls import format_call
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.report.explorer import ALL, CORRECT, Explorer
+from apibank_lib.runs.folder import plan
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explorer.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -163,7 +165,7 @@ def test_runs_resume_without_answering_or_scoring_again(bench: Benchmark, runs: 
 
 
 def test_a_second_task_adds_its_samples_to_the_same_run_folders(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib import analysis
+    from apibank_lib.report import analysis
 
     calls_only = workbench.RunSettings(levels=[1], limit=5, tasks=("api",), runs_dir=tmp_path)
     replies_only = workbench.RunSettings(levels=[1], limit=3, tasks=("response",), runs_dir=tmp_path)

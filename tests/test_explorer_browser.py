@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from apibank_lib import ApiCallSample, Benchmark
-from apibank_lib.calls import format_call
+from apibank_lib.core.calls import format_call
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "explorer.ipynb"

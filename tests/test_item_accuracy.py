@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from apibank_lib.datasets import Benchmark
-from apibank_lib.runner import run
-from apibank_lib.runs import JudgmentRecord, RunConfig
-from apibank_lib.scoring import aggregate, item_figures, item_steps, score_run, scored
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import JudgmentRecord, RunConfig
+from apibank_lib.runs.scoring import aggregate, item_figures, item_steps, score_run, scored
 
 
 def _step(item: str, step: int, correct: bool, *, trial: int = 1, excluded: str | None = None) -> JudgmentRecord:

@@ -8,9 +8,9 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from apibank_lib.notebook_files import main, out_of_sync, pairs
-from apibank_lib.paths import NOTEBOOKS_DIR
-from apibank_lib.reproduce import notebooks
+from apibank_lib.report.notebook_files import main, out_of_sync, pairs
+from apibank_lib.core.paths import NOTEBOOKS_DIR
+from apibank_lib.report.reproduce import notebooks
 
 
 def test_every_notebook_has_its_text_file_and_the_pairs_agree() -> None:
@@ -57,13 +57,13 @@ def test_a_notebook_without_its_text_file_is_reported(copy: Path) -> None:
 
 def test_the_check_command_exits_nonzero_when_a_pair_differs(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert main([]) == 0
-    monkeypatch.setattr("apibank_lib.notebook_files.NOTEBOOKS_DIR", copy)
+    monkeypatch.setattr("apibank_lib.report.notebook_files.NOTEBOOKS_DIR", copy)
     (copy / "03_score.py").unlink()
     assert main([]) == 1
 
 
 def test_normalise_makes_the_file_depend_on_cells_only(copy: Path) -> None:
-    from apibank_lib.notebook_files import normalise
+    from apibank_lib.report.notebook_files import normalise
 
     path = copy / "03_score.ipynb"
     nb = jupytext.read(path)

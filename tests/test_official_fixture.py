@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.cli import main
-from apibank_lib.datasets import Benchmark, statistics
-from apibank_lib.grading import replay
-from apibank_lib.protocols import PAPER, V2
+from apibank_lib.cli.commands import main
+from apibank_lib.data.datasets import Benchmark, statistics
+from apibank_lib.grading.grader import replay
+from apibank_lib.env.protocols import PAPER, V2
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "official"
 

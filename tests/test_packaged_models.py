@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib import packaged_models as pm
-from apibank_lib.errors import ConfigError
-from apibank_lib.packaged_models import PACKAGED_MODELS, PackagedModel, model_status, packaged_model_path
+from apibank_lib.models import packaged as pm
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.models.packaged import PACKAGED_MODELS, PackagedModel, model_status, packaged_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = 11  # more than 9, so joining in string order (1, 10, 11, 2, ...) would give other bytes

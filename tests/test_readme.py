@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.cli import main
+from apibank_lib.cli.commands import main
 
 README = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 

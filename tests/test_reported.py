@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from apibank_lib.reported import toolrl_reported
-from apibank_lib.toolrl import TOOLRL
+from apibank_lib.data.reported import toolrl_reported
+from apibank_lib.grading.toolrl import TOOLRL
 
 
 def _counts(figure: float, entries: int) -> list[int]:

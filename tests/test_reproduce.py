@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from apibank_lib import load_benchmark
-from apibank_lib import packaged_models, reproduce
-from apibank_lib.reproduce import DEFAULT_MODELS, INSTRUCT_MODELS, PROFILES
+from apibank_lib.models import packaged as packaged_models
+from apibank_lib.report import reproduce
+from apibank_lib.report.reproduce import DEFAULT_MODELS, INSTRUCT_MODELS, PROFILES
 
 
 def test_every_limited_model_is_a_default_model() -> None:
@@ -21,8 +22,8 @@ def test_every_limited_model_is_a_default_model() -> None:
 def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level(name: str) -> None:
     # The issue's bar: an interval over at least 60 API-call samples at each level, in the profile's draw (whole
     # dialogues at random, seed SUBSET_SEED: a limit on samples of both kinds holds however many calls they have).
-    from apibank_lib import workbench
-    from apibank_lib.runs import plan
+    from apibank_lib.report import workbench
+    from apibank_lib.runs.folder import plan
 
     bench = load_benchmark()
     profile = PROFILES[name]
@@ -41,7 +42,7 @@ def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level
 
 def test_the_profiles_share_the_commands_step_limit() -> None:
     # Same step limit as `apibank run`, so a profile's runs land in the folders the command made.
-    from apibank_lib.runs import RunConfig
+    from apibank_lib.runs.folder import RunConfig
 
     default = RunConfig("oracle").max_steps
     assert {p["MAX_STEPS"] for p in PROFILES.values()} == {default}
@@ -68,8 +69,8 @@ def test_installed_instruct_models_are_kept(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_a_param_is_read_as_a_literal_never_run() -> None:
-    from apibank_lib.errors import ConfigError
-    from apibank_lib.reproduce import parse_param
+    from apibank_lib.core.errors import ConfigError
+    from apibank_lib.report.reproduce import parse_param
 
     assert parse_param("CALL_LIMIT=None") == ("CALL_LIMIT", None)
     assert parse_param("REPLY_LIMIT = 100") == ("REPLY_LIMIT", 100)
@@ -125,8 +126,8 @@ def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str]
     own notebooks, not model output), so that the test follows what the notebooks do."""
     import ast
 
-    from apibank_lib import workbench
-    from apibank_lib.protocols import V2
+    from apibank_lib.report import workbench
+    from apibank_lib.env.protocols import V2
 
     source = (reproduce.NOTEBOOKS_DIR / f"{name}.py").read_text(encoding="utf-8")
     params = {**_parameters(source), **{k: v for k, v in given.items() if k in _parameters(source)}}
@@ -144,10 +145,10 @@ def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str]
 
 @pytest.mark.parametrize("profile", ["quick", "standard"])
 def test_a_profile_answers_each_teacher_forced_sample_once_per_model(tmp_path: Any, profile: str) -> None:
-    from apibank_lib.backends import load_backend
-    from apibank_lib.errors import ApibankError
-    from apibank_lib.runner import locate_run
-    from apibank_lib.runs import plan
+    from apibank_lib.models import load_backend
+    from apibank_lib.core.errors import ApibankError
+    from apibank_lib.runs.runner import locate_run
+    from apibank_lib.runs.folder import plan
 
     bench = load_benchmark()
     given = {"MODELS": list(DEFAULT_MODELS), **PROFILES[profile], "RUNS_DIR": str(tmp_path)}

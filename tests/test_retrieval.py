@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError, DataError
-from apibank_lib.protocols import PAPER, V2
-from apibank_lib.retrieval import (
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError, DataError
+from apibank_lib.env.protocols import PAPER, V2
+from apibank_lib.report.retrieval import (
     POOLED,
     QuerySet,
     RetrievalQuery,
@@ -26,7 +26,7 @@ from apibank_lib.retrieval import (
     split_of,
     tune_enriched,
 )
-from apibank_lib.retrievers import (
+from apibank_lib.retrieval.retrievers import (
     ENRICHED_PENALTY,
     ENRICHED_WEIGHT,
     RETRIEVERS,
@@ -38,7 +38,7 @@ from apibank_lib.retrievers import (
     normalize_query,
     query_action,
 )
-from apibank_lib.types import ApiCallSample, ApiRecord, Param, ToolSchema
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Param, ToolSchema
 
 
 def _schema(name: str, description: str, **params: str) -> ToolSchema:
@@ -119,7 +119,7 @@ def test_the_retrieval_table_has_intervals_per_split(bench: Benchmark) -> None:
 
 
 def test_the_retriever_enters_only_the_episodes_identity() -> None:
-    from apibank_lib.runs import RunConfig
+    from apibank_lib.runs.folder import RunConfig
 
     with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
         RunConfig("oracle", retriever="bm26").validate()
@@ -138,9 +138,9 @@ def test_the_retriever_enters_only_the_episodes_identity() -> None:
 
 
 def test_a_run_names_its_retriever_and_scores_with_it(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.runner import run
-    from apibank_lib.runs import RunConfig, RunFolder
-    from apibank_lib.scoring import score_run
+    from apibank_lib.runs.runner import run
+    from apibank_lib.runs.folder import RunConfig, RunFolder
+    from apibank_lib.runs.scoring import score_run
 
     results = {}
     for name in (None, "embedding", "bm25"):
@@ -159,9 +159,9 @@ def test_a_run_names_its_retriever_and_scores_with_it(bench: Benchmark, tmp_path
 
 
 def test_episodes_are_graded_only_with_the_retriever_they_searched_with(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.runner import run
-    from apibank_lib.runs import RunConfig
-    from apibank_lib.scoring import score_run
+    from apibank_lib.runs.runner import run
+    from apibank_lib.runs.folder import RunConfig
+    from apibank_lib.runs.scoring import score_run
 
     result = run(
         RunConfig("oracle", levels=(3,), level3="loop", limit=2, retriever="bm25", out=str(tmp_path / "r")),
@@ -291,8 +291,8 @@ def test_a_gold_search_with_no_call_after_it_is_for_its_recorded_output() -> Non
 
 @pytest.fixture(scope="module")
 def corpus_report():  # type: ignore[no-untyped-def]
-    from apibank_lib.formats.train_corpus import default_corpus_dir
-    from apibank_lib.synthesis.tester import check_corpus
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
+    from apibank_lib.data.check_train import check_corpus
 
     return check_corpus(default_corpus_dir())
 
@@ -325,7 +325,7 @@ def test_the_enriched_retriever_falls_back_to_the_papers_text_for_apis_without_p
 
 
 def test_independent_sets_say_what_they_are_independent_of(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.formats.train_corpus import default_corpus_dir
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
 
     sets = {qs.name: qs for qs in independent_sets(bench, corpus=default_corpus_dir() / "astronomy.yaml")}
     assert list(sets) == ["corpus", "gold", "rewordings held-out", "rewordings tuning"]
@@ -421,8 +421,8 @@ def test_the_v2_retriever_is_the_one_the_rule_chose_on_the_measured_table() -> N
 def test_the_retrieval_command_prints_the_sets_and_the_default(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from apibank_lib.cli import main
-    from apibank_lib.formats.train_corpus import default_corpus_dir
+    from apibank_lib.cli.commands import main
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
 
     corpus = str(default_corpus_dir() / "astronomy.yaml")
     assert main(["retrieval", "--sets", "--corpus", corpus, "--retriever", "bm25", "--n-boot", "20", "--json"]) == 0
@@ -436,7 +436,7 @@ def test_the_retrieval_command_prints_the_sets_and_the_default(capsys: pytest.Ca
 def test_committed_retrieval_tables_leave_this_machines_timings_out() -> None:
     import pandas as pd
 
-    from apibank_lib.retrieval import TIMING_COLUMNS, without_timings
+    from apibank_lib.report.retrieval import TIMING_COLUMNS, without_timings
 
     table = pd.DataFrame({"retriever": ["embedding"], "hit@1": [90.0], "warm ms (median)": [3.1], "cold ms": [120.0]})
     assert list(without_timings(table).columns) == ["retriever", "hit@1"]

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.backends.baselines import NoCallBackend
-from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.protocols import PAPER
-from apibank_lib.replies import rouge_l
-from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder, plan
-from apibank_lib.scoring import score_run
+from apibank_lib.models.baselines import NoCallBackend
+from apibank_lib.models.scripted import ScriptedBackend
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.env.protocols import PAPER
+from apibank_lib.core.replies import rouge_l
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig, RunFolder, plan
+from apibank_lib.runs.scoring import score_run
 
 
 def _lines(folder: Path) -> list[dict]:
@@ -132,7 +132,7 @@ def test_rouge_l_follows_the_rouge_package() -> None:
 
 
 def test_oracle_under_paper_matches_the_paper_replay(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.grading import replay
+    from apibank_lib.grading.grader import replay
 
     result = run(RunConfig("oracle", protocol="paper", tasks=("api",), out=str(tmp_path / "paper")), bench=bench, progress=False)
     metrics = score_run(result.path, bench=bench)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.backends import load_backend
-from apibank_lib.backends.baselines import OracleBackend
-from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.datasets import Benchmark, default_data_root
-from apibank_lib.errors import BackendError, ConfigError, DataError
-from apibank_lib.runner import MAX_CONSECUTIVE_UNREACHABLE, RunStopped, run
-from apibank_lib.runs import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir, plan
-from apibank_lib.scoring import score_run
+from apibank_lib.models import load_backend
+from apibank_lib.models.baselines import OracleBackend
+from apibank_lib.models.scripted import ScriptedBackend
+from apibank_lib.data.datasets import Benchmark, default_data_root
+from apibank_lib.core.errors import BackendError, ConfigError, DataError
+from apibank_lib.runs.runner import MAX_CONSECUTIVE_UNREACHABLE, RunStopped, run
+from apibank_lib.runs.folder import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir, plan
+from apibank_lib.runs.scoring import score_run
 
 
 def test_records_round_trip_through_the_folder(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_a_scored_run_gives_data_frames(bench: Benchmark, tmp_path: Path) -> Non
 
 
 def test_runs_go_to_the_projects_runs_folder_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from apibank_lib.paths import PROJECT_ROOT
+    from apibank_lib.core.paths import PROJECT_ROOT
 
     monkeypatch.delenv("APIBANK_RUNS", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -80,7 +80,7 @@ def test_runs_go_to_the_projects_runs_folder_by_default(monkeypatch: pytest.Monk
 
 def test_identity_ignores_operational_settings_and_names_what_differs(bench: Benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APIBANK_RUNS", str(tmp_path))
-    monkeypatch.setattr("apibank_lib.backends.openai_compat.OpenAIBackend.preflight", lambda self: None)
+    monkeypatch.setattr("apibank_lib.models.openai_compat.OpenAIBackend.preflight", lambda self: None)
     a = load_backend("openai:m@http://127.0.0.1:8000/v1", timeout_s=5)
     b = load_backend("openai:m@http://127.0.0.1:9999/v1", timeout_s=60, max_retries=1)
     assert a.identity() == b.identity() == {"backend": "openai", "model": "m", "temperature": 0.0}
@@ -195,8 +195,8 @@ def test_preflight_failure_stops_before_anything_is_written(bench: Benchmark, tm
 
 def test_coverage_counts_what_every_command_into_a_folder_asked_for(bench: Benchmark, tmp_path: Path) -> None:
     # A second command into the same folder with another task and limit adds to what the folder should hold.
-    from apibank_lib.runner import run
-    from apibank_lib.scoring import score_run
+    from apibank_lib.runs.runner import run
+    from apibank_lib.runs.scoring import score_run
 
     out = tmp_path / "two-commands"
     calls = RunConfig("oracle", levels=(1,), tasks=("api",), limit=6, out=str(out))
@@ -218,7 +218,7 @@ def test_coverage_counts_what_every_command_into_a_folder_asked_for(bench: Bench
 def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(bench: Benchmark, tmp_path: Path) -> None:
     import json
 
-    from apibank_lib.runner import run
+    from apibank_lib.runs.runner import run
 
     out = tmp_path / "old"
     run(RunConfig("oracle", levels=(1,), limit=2, out=str(out)), bench=bench, progress=False)
@@ -308,7 +308,7 @@ def test_of_two_older_folders_the_one_holding_what_is_planned_is_used(bench: Ben
 def test_a_folder_written_before_episodes_had_files_of_their_own_still_loads_and_resumes(
     bench: Benchmark, tmp_path: Path
 ) -> None:
-    from apibank_lib import runner
+    from apibank_lib.runs import runner
 
     config = RunConfig("oracle", levels=(3,), limit=2, level3="both", max_steps=10, runs_dir=str(tmp_path))
     planned = plan(bench, config)

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.errors import (
+from apibank_lib.core.errors import (
     InvalidParameterError,
     MissingParameterError,
     ParameterTypeError,
     ParseError,
     UnknownToolError,
 )
-from apibank_lib.sandbox import Sandbox, json_copy
-from apibank_lib.tools.account import (
+from apibank_lib.env.sandbox import Sandbox, json_copy
+from apibank_lib.env.tools.account import (
     CheckToken,
     DeleteAccount,
     ForgotPassword,
@@ -24,9 +24,9 @@ from apibank_lib.tools.account import (
     ModifyPassword,
     RegisterUser,
 )
-from apibank_lib.tools.base import Tool
-from apibank_lib.tools.toolset import ToolSet
-from apibank_lib.types import ApiCall, Param
+from apibank_lib.env.tools.base import Tool
+from apibank_lib.env.tools.toolset import ToolSet
+from apibank_lib.core.types import ApiCall, Param
 from tests.helpers import sandbox_for
 
 ACCOUNT = {
@@ -139,15 +139,15 @@ def test_json_copy_is_deep() -> None:
 
 
 def test_bundled_account_database_is_ours(tmp_path: Path) -> None:
-    from apibank_lib.datasets import default_data_root
+    from apibank_lib.data.datasets import default_data_root
 
     data = json.loads((default_data_root() / "init_database" / "Account.json").read_text())
     assert "JohnDoe" not in data and len(data) >= 10
 
 
 def test_numbers_out_of_range_are_type_errors_under_both_conversions() -> None:
-    from apibank_lib.tools.conversion import ORIGINAL_CONVERSION, TYPED_CONVERSION
-    from apibank_lib.tools.level3.social import UserPosts
+    from apibank_lib.env.tools.conversion import ORIGINAL_CONVERSION, TYPED_CONVERSION
+    from apibank_lib.env.tools.level3.social import UserPosts
 
     for conversion in (ORIGINAL_CONVERSION, TYPED_CONVERSION):
         with pytest.raises(ParameterTypeError, match="inf"):

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from apibank_lib.errors import ConfigError
-from apibank_lib.embedders import EMBEDDER_ENV, MiniLMEmbedder, OnnxMiniLMEmbedder, default_embedder
-from apibank_lib.minilm import _gelu
-from apibank_lib.search import ToolIndex, search_text, split_camel
-from apibank_lib.types import Param, ToolSchema
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.retrieval.embedders import EMBEDDER_ENV, MiniLMEmbedder, OnnxMiniLMEmbedder, default_embedder
+from apibank_lib.retrieval.minilm import _gelu
+from apibank_lib.retrieval.search import ToolIndex, search_text, split_camel
+from apibank_lib.core.types import Param, ToolSchema
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ def test_sentence_transformer_embedder_agrees_and_uses_one_thread(embedder: Mini
     pytest.importorskip("sentence_transformers")
     import torch
 
-    from apibank_lib.embedders import SentenceTransformerEmbedder
+    from apibank_lib.retrieval.embedders import SentenceTransformerEmbedder
 
     before = torch.get_num_threads()
     try:
@@ -192,8 +192,8 @@ def test_unsupported_model_directory_is_a_config_error(tmp_path: Path) -> None:
 def test_default_search_imports_neither_torch_nor_sentence_transformers(tmp_path: Path) -> None:
     code = """
 import json, sys
-from apibank_lib.search import default_searcher
-from apibank_lib.types import ToolSchema
+from apibank_lib.retrieval.search import default_searcher
+from apibank_lib.core.types import ToolSchema
 schemas = [ToolSchema("AddAlarm", "Set an alarm.", {}, {}), ToolSchema("QueryStock", "Stock price.", {}, {})]
 index = default_searcher(schemas)
 best = index.search("wake me up at seven")[0][0].name
@@ -211,7 +211,7 @@ def test_default_embedder_runs_the_model_in_onnx_runtime() -> None:
 
 @pytest.mark.parametrize(("choice", "kind"), [("numpy", "MiniLMEmbedder"), ("onnx", "OnnxMiniLMEmbedder"), ("", "OnnxMiniLMEmbedder")])
 def test_the_default_embedders_engine_can_be_chosen(choice: str, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import apibank_lib.embedders as embedders
+    import apibank_lib.retrieval.embedders as embedders
 
     monkeypatch.setattr(embedders, "_EMBEDDER", None)
     monkeypatch.setenv(EMBEDDER_ENV, choice)
@@ -219,7 +219,7 @@ def test_the_default_embedders_engine_can_be_chosen(choice: str, kind: str, monk
 
 
 def test_an_unknown_embedder_engine_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    import apibank_lib.embedders as embedders
+    import apibank_lib.retrieval.embedders as embedders
 
     monkeypatch.setattr(embedders, "_EMBEDDER", None)
     monkeypatch.setenv(EMBEDDER_ENV, "cuda")
@@ -270,7 +270,7 @@ def test_changed_metadata_gets_a_new_cache_entry(embedder: MiniLMEmbedder, tmp_p
 
 
 def test_the_onnx_graph_is_built_once_and_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import apibank_lib.onnx_graph as onnx_graph
+    import apibank_lib.retrieval.onnx_graph as onnx_graph
 
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
     first = OnnxMiniLMEmbedder()

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.backends.base import Request
-from apibank_lib.backends.baselines import OracleBackend
-from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.cli import main
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.merge import default_merged_path, merge_runs
-from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder, plan
-from apibank_lib.scoring import score_run
-from apibank_lib.shards import parse_shard, shard_of
+from apibank_lib.models.base import Request
+from apibank_lib.models.baselines import OracleBackend
+from apibank_lib.models.scripted import ScriptedBackend
+from apibank_lib.cli.commands import main
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.runs.merge import default_merged_path, merge_runs
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig, RunFolder, plan
+from apibank_lib.runs.scoring import score_run
+from apibank_lib.runs.shards import parse_shard, shard_of
 
 SETTINGS = dict(levels=(1, 2, 3), limit=15, level3="both")
 

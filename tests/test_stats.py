@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apibank_lib.errors import ConfigError
-from apibank_lib.stats import bootstrap_mean, paired_comparison
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.core.stats import bootstrap_mean, paired_comparison
 
 
 def test_bootstrap_interval_of_a_small_example() -> None:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder, plan
-from apibank_lib.scoring import scored
-from apibank_lib.stats import bootstrap_mean
-from apibank_lib.subsets import FIRST, RANDOM, describe, dialogue_order, stratum_of, take
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig, RunFolder, plan
+from apibank_lib.runs.scoring import scored
+from apibank_lib.core.stats import bootstrap_mean
+from apibank_lib.runs.subsets import FIRST, RANDOM, describe, dialogue_order, stratum_of, take
 
 
 def _keys(bench: Benchmark, **kw: object) -> list[str]:
@@ -92,7 +92,7 @@ def test_first_n_stays_available_and_says_so(bench: Benchmark) -> None:
 
 
 def test_a_folder_planned_before_draws_existed_keeps_its_first_samples(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.runs import planned
+    from apibank_lib.runs.folder import planned
 
     old_plan = {"levels": [1], "limit": 5, "tasks": ["api"], "level3": "steps"}  # as folders wrote it before
     items = planned(bench, RunConfig("oracle"), [old_plan])

@@ -1,4 +1,4 @@
-"""Tests of reading (and writing) the tool calls that chat models emit, in every format of apibank_lib.toolcalls."""
+"""Tests of reading (and writing) the tool calls that chat models emit, in every format of apibank_lib.prompting.toolcalls."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apibank_lib.calls import format_call
-from apibank_lib.datasets import load_benchmark
-from apibank_lib.toolcalls import FORMATS, ParsedAnswer, parse_tool_calls, render_tool_call, structured_tool_call
-from apibank_lib.types import ApiCall, ApiCallSample
+from apibank_lib.core.calls import format_call
+from apibank_lib.data.datasets import load_benchmark
+from apibank_lib.prompting.toolcalls import FORMATS, ParsedAnswer, parse_tool_calls, render_tool_call, structured_tool_call
+from apibank_lib.core.types import ApiCall, ApiCallSample
 
 TEXT_FORMATS = [f for f in FORMATS if f != "openai"]
 WEATHER = ApiCall("QueryWeather", {"city": "Paris", "date": "2023-03-21"})

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.errors import DataError
-from apibank_lib.formats.toolrl import FILES, is_toolrl_folder, load_toolrl
-from apibank_lib.toolrl import TOOLRL, accuracies, gold_answer, judge, parse_answer
+from apibank_lib.core.errors import DataError
+from apibank_lib.data.formats.toolrl import FILES, is_toolrl_folder, load_toolrl
+from apibank_lib.grading.toolrl import TOOLRL, accuracies, gold_answer, judge, parse_answer
 
 SYSTEM = "You call tools.\n**Available Tools**\n1. Name: QueryStock\nParameters: {'stock_code': {'type': 'str'}}"
 USER = "**Dialogue Records History**\n<user> What is ACME worth today? </user>\nMake exactly one tool call."

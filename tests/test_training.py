@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.cli import main
-from apibank_lib.errors import ConfigError, DataError
-from apibank_lib.synthesis.tester import check_corpus
+from apibank_lib.cli.commands import main
+from apibank_lib.core.errors import ConfigError, DataError
+from apibank_lib.data.check_train import check_corpus
 from apibank_lib.training.export import (
     TrainingExample,
     examples_from_corpus,
@@ -20,7 +20,7 @@ from apibank_lib.training.export import (
     read_examples,
     write_examples,
 )
-from apibank_lib.training.shipped import adapter_digest, adapter_folder, models_dir, resolve_model
+from apibank_lib.models.catalog import adapter_digest, adapter_folder, models_dir, resolve_model
 
 CORPUS = """
 domain: Kite repair
@@ -203,7 +203,7 @@ def test_gguf_adapter_has_llama_cpp_names_shapes_and_alpha(tmp_path: Path) -> No
     import numpy as np
     from safetensors.numpy import save_file
 
-    from apibank_lib.training.gguf_lora import adapter_to_gguf
+    from apibank_lib.models.gguf_lora import adapter_to_gguf
 
     rng = np.random.default_rng(0)
     tensors = {}
@@ -216,7 +216,7 @@ def test_gguf_adapter_has_llama_cpp_names_shapes_and_alpha(tmp_path: Path) -> No
     adapter.mkdir()
     save_file(tensors, str(adapter / "adapter_model.safetensors"))
     (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "lora_alpha": 8, "r": 4}))
-    from apibank_lib.training.gguf_lora import gguf_adapter_path, gguf_architecture
+    from apibank_lib.models.gguf_lora import gguf_adapter_path, gguf_architecture
 
     # The cache name follows the architecture (a Qwen2 adapter's file is another file), Gemma's as before.
     assert gguf_adapter_path(adapter) != gguf_adapter_path(adapter, "qwen2") == gguf_adapter_path(adapter, arch="qwen2")
@@ -274,9 +274,9 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
     )
     assert stage2.steps == 1 and stage2.final_loss < whole.final_loss + 1.0
     # The adapter is a model like any other: both local backends load it and the runner scores it.
-    from apibank_lib.runner import run
-    from apibank_lib.runs import RunConfig
-    from apibank_lib.scoring import score_run
+    from apibank_lib.runs.runner import run
+    from apibank_lib.runs.folder import RunConfig
+    from apibank_lib.runs.scoring import score_run
 
     adapter = tmp_path / "whole" / "adapter"
     for spec in (f"llamacpp:gemma-3-270m+{adapter}", f"hf:gemma-3-270m+{adapter}"):
@@ -290,7 +290,7 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
 
 
 def test_the_training_corpus_passes_the_tester_and_is_large_enough() -> None:
-    from apibank_lib.formats.train_corpus import default_corpus_dir
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
 
     report = check_corpus(default_corpus_dir())
     counts = report.counts()
@@ -348,7 +348,7 @@ def test_retrain_warns_when_the_data_source_gives_other_examples(corpus: Path, t
 
 
 def test_searches_are_checked_with_the_real_tool_searcher(corpus: Path) -> None:
-    from apibank_lib.synthesis.tester import check_retrieval
+    from apibank_lib.data.check_train import check_retrieval
 
     table = check_retrieval(_report(corpus))
     assert list(table["dialogue"]) == ["kite-retrieve-1", "kite-retrieve-1", "kite-plan-1", "kite-plan-1"]
@@ -357,9 +357,9 @@ def test_searches_are_checked_with_the_real_tool_searcher(corpus: Path) -> None:
 
 
 def test_the_model_made_corpus_passes_the_tester_and_stays_apart_from_ours() -> None:
-    from apibank_lib.formats.train_corpus import default_corpus_dir
-    from apibank_lib.paths import DATA_DIR
-    from apibank_lib.synthesis.tester import evaluation_texts
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
+    from apibank_lib.core.paths import DATA_DIR
+    from apibank_lib.data.check_train import evaluation_texts
 
     made = DATA_DIR / "train" / "synthesized" / "values" / "corpus"  # the generation that grows
     assert made.is_dir(), "the model-made corpus is shipped (apibank synthesize, data/train/synthesized/README.md)"

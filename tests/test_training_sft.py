@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.errors import ConfigError
+from apibank_lib.core.errors import ConfigError
 from apibank_lib.training.export import examples_from_corpus, fingerprint
 from apibank_lib.training.recipe import TrainConfig, train
 from tests.test_training import CORPUS, _report
@@ -30,7 +30,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from apibank_lib.backends.transformers_backend import load_tokenizer
+    from apibank_lib.models.transformers_backend import load_tokenizer
 
     tok = load_tokenizer("qwen2.5-coder-0.5b")
     config = Qwen2Config(
@@ -102,7 +102,7 @@ def test_chat_form_examples_train_on_the_template_answer_only(tiny_model: Path, 
     assert info["config"]["data"]["modes"] == "chat=0.5,paper=0.5"
     # Each target is the template's answer turn: a handful of tokens beside prompts of hundreds.
     assert 0 < result.target_tokens < result.tokens / 5
-    from apibank_lib.training.shipped import adapter_prompt_mode
+    from apibank_lib.models.catalog import adapter_prompt_mode
 
     assert adapter_prompt_mode(str(tmp_path / "chat" / "adapter")) == "chat"
 
@@ -142,7 +142,7 @@ def test_two_processes_under_accelerate_launch_train_one_adapter(tiny_model: Pat
     launcher = Path(sys.executable).with_name("accelerate")
     cmd = [
         str(launcher), "launch", "--config_file", str(ROOT / "docs" / "training" / "cpu-2proc.yaml"),
-        "-m", "apibank_lib.cli", "train", str(corpus), "--model", str(tiny_model), "--out", str(out),
+        "-m", "apibank_lib.cli.commands", "train", str(corpus), "--model", str(tiny_model), "--out", str(out),
         "--examples", "8", "--mix", "L1/api=1", "--accumulate", "2", "--rank", "4", "--alpha", "8", "--lr", "1e-2",
         "--threads", "1", "--save-every", "1", "--json",
     ]

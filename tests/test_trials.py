@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib import plots
-from apibank_lib.analysis import paired_table, sample_success_rates, trials_table
-from apibank_lib.backends.base import Request
-from apibank_lib.backends.baselines import OracleBackend
-from apibank_lib.backends.scripted import ScriptedBackend
-from apibank_lib.cli import main
-from apibank_lib.datasets import Benchmark
-from apibank_lib.errors import ConfigError
-from apibank_lib.merge import merge_runs
-from apibank_lib.runner import run
-from apibank_lib.runs import RunConfig, RunFolder, plan
-from apibank_lib.subsets import FIRST
-from apibank_lib.scoring import score_run, scored
-from apibank_lib.trials import pass_at, pass_hat
+from apibank_lib.report import plots
+from apibank_lib.report.analysis import paired_table, sample_success_rates, trials_table
+from apibank_lib.models.base import Request
+from apibank_lib.models.baselines import OracleBackend
+from apibank_lib.models.scripted import ScriptedBackend
+from apibank_lib.cli.commands import main
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.runs.merge import merge_runs
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig, RunFolder, plan
+from apibank_lib.runs.subsets import FIRST
+from apibank_lib.runs.scoring import score_run, scored
+from apibank_lib.runs.trials import pass_at, pass_hat
 
 
 def test_pass_hat_and_pass_at_follow_their_definitions() -> None:

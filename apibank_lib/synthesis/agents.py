@@ -7,15 +7,15 @@ The stages follow the paper's recipe, in our own words:
 2. ``apis``: :func:`apis_prompt` asks for plausible APIs of one domain in our
    corpus YAML ``apis:`` shape, with two evaluation APIs as style references;
    :func:`parse_apis` reads them and validates each with
-   :func:`~apibank_lib.synthesis.tester.check_schema`.
+   :func:`~apibank_lib.data.check_train.check_schema`.
 3. ``requests``: :func:`request_prompt` shows the domain's APIs and the ability
    to practise; the model picks the APIs and writes the user's request as a small
    YAML mapping, read by :func:`parse_request` into a :class:`RequestDraft`.
 4. ``dialogues``: :func:`dialogue_prompt` shows the chosen APIs, the ability and
    the request; :func:`parse_dialogue_output` reads the dialogue with the corpus
-   reader (:func:`~apibank_lib.formats.train_corpus.parse_dialogue`).
+   reader (:func:`~apibank_lib.data.formats.train_corpus.parse_dialogue`).
 5. ``tester``: :func:`judge` is the rule-based tester
-   (:func:`~apibank_lib.synthesis.tester.check_dialogue`); no model is asked.
+   (:func:`~apibank_lib.data.check_train.check_dialogue`); no model is asked.
 
 Every prompt is built both as chat messages and as one text for completion
 models; the text ends with a *lead* (an opened code fence) that the model
@@ -40,12 +40,12 @@ from typing import Any
 
 import yaml
 
-from apibank_lib.errors import DataError
+from apibank_lib.core.errors import DataError
 
 # `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
-from apibank_lib.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
-from apibank_lib.prompts import Prompt
-from apibank_lib.synthesis.tester import (
+from apibank_lib.data.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
+from apibank_lib.prompting.prompts import Prompt
+from apibank_lib.data.check_train import (
     check_dialogue,
     check_schema,
     near_evaluation,
@@ -53,7 +53,7 @@ from apibank_lib.synthesis.tester import (
     said_in,
     shared_inputs,
 )
-from apibank_lib.types import ToolSchema
+from apibank_lib.core.types import ToolSchema
 
 __all__ = [
     "STAGES",
@@ -115,13 +115,13 @@ JSON_LEAD = ""
 
 FORMS: tuple[str, ...] = ("yaml", "json")
 """How a stage's answer is written: YAML in a fenced block (any model), or one JSON object that a schema
-constrains (:func:`stage_schema`; a backend with :attr:`~apibank_lib.backends.base.Backend.constrains_json`)."""
+constrains (:func:`stage_schema`; a backend with :attr:`~apibank_lib.models.base.Backend.constrains_json`)."""
 
 API_LIMITS: dict[str, tuple[int, int]] = {"call": (1, 4), "retrieve_call": (1, 4), "plan_retrieve_call": (2, 3)}
 """How many of the domain's APIs a request of each ability may use (a plan needs two or three)."""
 
 STAGE_SOURCE = "synthesis:{stage}"
-"""A synthesis prompt's :attr:`~apibank_lib.prompts.Prompt.source`: which stage asks (journals and scripted test
+"""A synthesis prompt's :attr:`~apibank_lib.prompting.prompts.Prompt.source`: which stage asks (journals and scripted test
 backends read it). The stage is not written into the prompt text: a small model copies it into the names it
 invents."""
 

@@ -42,11 +42,13 @@ from typing import Any, TypeVar
 
 import yaml
 
-from apibank_lib.backends.base import Backend, Request, PAPER_PROMPT
-from apibank_lib.backends.registry import load_backend
-from apibank_lib.errors import BackendError, ConfigError
-from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
-from apibank_lib.prompts import Prompt
+from apibank_lib.models.base import Backend, Request
+
+from apibank_lib.prompting.modes import PAPER_PROMPT
+from apibank_lib.models.registry import load_backend
+from apibank_lib.core.errors import BackendError, ConfigError
+from apibank_lib.data.formats.train_corpus import SEARCHER, CorpusDialogue
+from apibank_lib.prompting.prompts import Prompt
 from apibank_lib.synthesis import schemas as stage_schemas
 from apibank_lib.synthesis.agents import (
     API_LIMITS,
@@ -70,8 +72,8 @@ from apibank_lib.synthesis.agents import (
     schema_entry,
     slugify,
 )
-from apibank_lib.synthesis.tester import check_corpus, evaluation_schemas, evaluation_texts, opening
-from apibank_lib.types import Context, ToolSchema
+from apibank_lib.data.check_train import check_corpus, evaluation_schemas, evaluation_texts, opening
+from apibank_lib.core.types import Context, ToolSchema
 
 __all__ = [
     "ABILITY_CYCLE",
@@ -122,7 +124,7 @@ class SynthesisConfig:
         backend_options: options for a backend built from a spec.
         evaluation_names, evaluation_requests: what the corpus must stay apart from
             (default: the bundled evaluation benchmark's API names and requests; with the default names, no API
-            may be an evaluation API under another name either, :func:`~apibank_lib.synthesis.tester.near_evaluation`).
+            may be an evaluation API under another name either, :func:`~apibank_lib.data.check_train.near_evaluation`).
         form: how the agents answer (:data:`~apibank_lib.synthesis.agents.FORMS`): ``json``, constrained by each
             stage's JSON Schema (:mod:`apibank_lib.synthesis.schemas`), or ``yaml`` in a fenced block. None: ``json``
             where the backend constrains output (llama.cpp, an OpenAI-compatible server), else ``yaml``.
@@ -577,7 +579,7 @@ class SynthesisRun:
         return ABILITY_CYCLE[(start + number - 1) % len(ABILITY_CYCLE)]
 
     def references(self, domain: SynthesisDomain) -> list[ToolSchema]:
-        from apibank_lib.tools.registry import toolset_for_level
+        from apibank_lib.env.tools.registry import toolset_for_level
 
         tools = toolset_for_level(1)
         names = sorted(n for n in tools if n != SEARCHER)

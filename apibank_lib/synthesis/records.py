@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.errors import DataError
-from apibank_lib.stats import wilson_interval
+from apibank_lib.core.errors import DataError
+from apibank_lib.core.stats import wilson_interval
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,7 +114,7 @@ def stage_table(folder: str | Path) -> pd.DataFrame:
 
 def accepted_ids(folder: str | Path) -> list[str]:
     """The ids of the dialogues in the folder's corpus, in file order."""
-    from apibank_lib.formats.train_corpus import corpus_files, read_corpus_file
+    from apibank_lib.data.formats.train_corpus import corpus_files, read_corpus_file
 
     corpus = Path(folder) / "corpus"
     if not corpus.is_dir():

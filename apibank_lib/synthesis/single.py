@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from apibank_lib.formats.train_corpus import SEARCHER, CorpusDialogue
-from apibank_lib.prompts import Prompt
+from apibank_lib.data.formats.train_corpus import SEARCHER, CorpusDialogue
+from apibank_lib.prompting.prompts import Prompt
 from apibank_lib.synthesis import schemas as stage_schemas
 from apibank_lib.synthesis.agents import (
     ABILITY_TEXT,
@@ -38,7 +38,7 @@ from apibank_lib.synthesis.agents import (
     slugify,
     shape_rules,
 )
-from apibank_lib.synthesis.tester import opening
+from apibank_lib.data.check_train import opening
 from apibank_lib.synthesis.pipeline import (
     ABILITY_CYCLE,
     SynthesisConfig,
@@ -48,7 +48,7 @@ from apibank_lib.synthesis.pipeline import (
     finish_run,
     start_run,
 )
-from apibank_lib.types import ToolSchema
+from apibank_lib.core.types import ToolSchema
 
 __all__ = ["SINGLE_STAGES", "Example", "single_prompt", "parse_example", "run_single_agent"]
 
@@ -130,7 +130,7 @@ def parse_example(
         ability: the ability asked for.
         number: the example's number (its id is ``<domain slug>-<ability>-<number>``).
         evaluation_names: API names it must not reuse.
-        evaluation: the evaluation APIs none may be under another name (:func:`~apibank_lib.synthesis.tester.near_evaluation`).
+        evaluation: the evaluation APIs none may be under another name (:func:`~apibank_lib.data.check_train.near_evaluation`).
         defined: API names earlier examples defined (names are unique in a corpus).
 
     Raises:
@@ -169,7 +169,7 @@ def run_single_agent(config: SynthesisConfig, *, examples: int, token_budget: in
     ``dialogues_per_domain`` of the config are not used.
     """
     run = start_run(config, method="single-agent", stages=SINGLE_STAGES)
-    from apibank_lib.tools.registry import toolset_for_level
+    from apibank_lib.env.tools.registry import toolset_for_level
 
     tools = toolset_for_level(1)
     names = sorted(n for n in tools if n != SEARCHER)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from apibank_lib.errors import ConfigError
+from apibank_lib.core.errors import ConfigError
 from apibank_lib.training.export import TrainingExample
 
 __all__ = ["TrainConfig", "TrainResult", "publish", "sort_target_modules", "tokenize_example", "training_order", "write_record"]
@@ -125,7 +125,7 @@ def _peak_rss_mb() -> float:
 def _prepare(config: TrainConfig) -> tuple[Any, Any]:
     import torch
 
-    from apibank_lib.backends.transformers_backend import load_causal_lm
+    from apibank_lib.models.transformers_backend import load_causal_lm
 
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -139,7 +139,7 @@ def _prepare(config: TrainConfig) -> tuple[Any, Any]:
         if config.init_adapter:
             from peft import PeftModel
 
-            from apibank_lib.training.shipped import adapter_folder
+            from apibank_lib.models.catalog import adapter_folder
 
             return PeftModel.from_pretrained(lm, str(adapter_folder(config.init_adapter)), is_trainable=True), tok
         lora = LoraConfig(

@@ -1,7 +1,7 @@
 """Training examples for chat models: the evaluation's own chat rendering, with the gold answer as the last turn.
 
 A local chat model is evaluated on its chat template's rendering of a
-:class:`~apibank_lib.chat.ChatPrompt` (:func:`~apibank_lib.backends.base.render_with_template`). To train it on
+:class:`~apibank_lib.prompting.chat.ChatPrompt` (:func:`~apibank_lib.models.base.render_with_template`). To train it on
 exactly that text, an example here renders the same messages and tools twice with the same template: once as the
 prompt (``add_generation_prompt=True``, what the model sees), once with the gold answer appended as an assistant
 turn (a structured tool call for an API-call sample, the reply for a reply sample). The target is what the second
@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable
 
-from apibank_lib.backends.base import CHAT_PROMPT, PAPER_PROMPT, TEMPLATE_MODES
-from apibank_lib.chat import build_chat
-from apibank_lib.chat_template import ChatTemplate, TemplateError
-from apibank_lib.prompts import build_prompt
-from apibank_lib.training.export import TrainingExample, answer_text, ordered_apis, read_shares
-from apibank_lib.types import ApiCallSample, ApiRecord, Sample
+from apibank_lib.prompting.modes import CHAT_PROMPT, PAPER_PROMPT, TEMPLATE_MODES
+from apibank_lib.prompting.chat import build_chat
+from apibank_lib.prompting.chat_template import ChatTemplate, TemplateError
+from apibank_lib.prompting.prompts import build_prompt
+from apibank_lib.training.export import TrainingExample, answer_text, ordered_apis
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Sample
 
 __all__ = [
     "TEMPLATE_MODES", "answer_message", "mode_of", "mode_renderer", "parse_modes", "template_example", "template_examples",
@@ -65,7 +65,7 @@ def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode:
     Args:
         sample: an API-call or reply sample.
         catalog: the APIs the prompt may describe (a tool set, or a
-            :class:`~apibank_lib.training.export.SchemaCatalog`).
+            :class:`~apibank_lib.prompting.schemas.SchemaCatalog`).
         template: the model's chat template.
         mode: ``chat`` (chat turns, tool calls, tool messages, as evaluated in chat mode) or ``paper`` (the paper's
             text prompt as messages).
@@ -103,19 +103,6 @@ def template_examples(
 ) -> list[TrainingExample]:
     """:func:`template_example` for each sample, in order."""
     return [template_example(s, catalog, template, mode) for s in samples]
-
-
-def parse_modes(text: str) -> dict[str, float]:
-    """``"chat=0.7,paper=0.3"`` -> ``{"chat": 0.7, "paper": 0.3}``; a bare ``chat`` is ``{"chat": 1.0}``.
-
-    Raises:
-        ConfigError: an unknown mode, a share that is not a number, or shares that do not add up to a positive total.
-    """
-
-    def unknown(mode: str) -> str | None:
-        return None if mode in TEMPLATE_MODES else f"unknown mode {mode!r}; choose from {', '.join(TEMPLATE_MODES)}"
-
-    return read_shares(text, "--prompt-modes", "MODE=SHARE", "chat=0.7,paper=0.3", unknown, bare=True)
 
 
 def mode_of(key: str, shares: dict[str, float], seed: int = 0) -> str:

@@ -1,10 +1,10 @@
 """Training examples: (prompt, target) pairs cut and rendered exactly as evaluation samples are.
 
-A corpus dialogue becomes a level-1/2 :class:`~apibank_lib.types.Dialogue` or a
-level-3 :class:`~apibank_lib.types.Level3Item`; the evaluation's own sample
-cutting (:func:`~apibank_lib.datasets.cut_samples`), prompt builder
-(:func:`~apibank_lib.prompts.build_prompt`) and target renderer
-(:func:`~apibank_lib.prompts.target_text`) then make the pairs, so a model is
+A corpus dialogue becomes a level-1/2 :class:`~apibank_lib.core.types.Dialogue` or a
+level-3 :class:`~apibank_lib.core.types.Level3Item`; the evaluation's own sample
+cutting (:func:`~apibank_lib.data.datasets.cut_samples`), prompt builder
+(:func:`~apibank_lib.prompting.prompts.build_prompt`) and target renderer
+(:func:`~apibank_lib.prompting.prompts.target_text`) then make the pairs, so a model is
 trained on the very text it is later evaluated with. The flattened completion
 prompt ends with its lead (``API-Request:`` or ``AI:``); the target is what
 follows the lead, ended by a newline (the runner's stop sequence).
@@ -19,13 +19,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from apibank_lib.backends.base import TEMPLATE_MODES
-from apibank_lib.datasets import cut_level3_samples, cut_samples
-from apibank_lib.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDialogue, to_dialogue, to_level3_item
-from apibank_lib.prompts import LEADS, build_prompt, target_text
-from apibank_lib.types import Sample, ToolSchema
+from apibank_lib.core.shares import read_shares
+from apibank_lib.prompting.modes import TEMPLATE_MODES
+from apibank_lib.prompting.schemas import SchemaCatalog
+from apibank_lib.data.datasets import cut_level3_samples, cut_samples
+from apibank_lib.data.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDialogue, to_dialogue, to_level3_item
+from apibank_lib.prompting.prompts import LEADS, build_prompt, target_text
+from apibank_lib.core.types import Sample, ToolSchema
 
-__all__ = ["API_ORDERS", "SchemaCatalog", "parse_api_order", "TrainingExample", "answer_text", "ordered_apis", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "read_shares", "examples_from_toolalpaca"]
+__all__ = ["API_ORDERS", "parse_api_order", "TrainingExample", "answer_text", "ordered_apis", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "examples_from_toolalpaca"]
 
 
 Renderer = Callable[[list[Sample], Any], list["TrainingExample"]]
@@ -48,7 +50,7 @@ def parse_api_order(text: str) -> str | dict[str, str]:
     Raises:
         ConfigError: an unknown order or mode, or a malformed pair.
     """
-    from apibank_lib.errors import ConfigError
+    from apibank_lib.core.errors import ConfigError
 
     text = text.strip()
     if "=" not in text:
@@ -78,7 +80,7 @@ def ordered_apis(samples: Iterable[Sample], order: str = APPEARANCE, seed: int =
     """
     from dataclasses import replace
 
-    from apibank_lib.errors import ConfigError
+    from apibank_lib.core.errors import ConfigError
 
     if order not in API_ORDERS:
         raise ConfigError(f"unknown API order {order!r}; choose one of {', '.join(API_ORDERS)}")
@@ -90,27 +92,6 @@ def ordered_apis(samples: Iterable[Sample], order: str = APPEARANCE, seed: int =
         random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{s.key}".encode()).digest()[:8], "big")).shuffle(names)
         out.append(replace(s, api_names=tuple(names)))
     return out
-
-
-class SchemaCatalog:
-    """The API descriptions a prompt may show: corpus APIs plus the shared ToolSearcher.
-
-    Stands in for a :class:`~apibank_lib.tools.toolset.ToolSet` where the APIs
-    have metadata but no implementation (training dialogues are not executed).
-    """
-
-    def __init__(self, schemas: dict[str, ToolSchema]) -> None:
-        from apibank_lib.tools.registry import toolset_for_level
-
-        self._schemas = dict(schemas)
-        self._schemas.setdefault(SEARCHER, toolset_for_level(1).schema(SEARCHER))
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._schemas
-
-    def schema(self, name: str) -> ToolSchema:
-        """The description of ``name``."""
-        return self._schemas[name]
 
 
 @dataclass(frozen=True)
@@ -195,7 +176,7 @@ def examples_from_corpus(
     """Every training example of a tester report's accepted dialogues, in corpus order.
 
     Args:
-        report: a :class:`~apibank_lib.synthesis.tester.CheckReport`.
+        report: a :class:`~apibank_lib.data.check_train.CheckReport`.
         tasks: which sample kinds to keep.
         levels: which evaluation layouts to keep.
         shots: worked examples in the prompt (0, as evaluated by default).
@@ -223,7 +204,7 @@ def write_examples(examples: Iterable[TrainingExample], path: str | Path) -> Pat
 
 def read_examples(path: str | Path) -> Iterator[TrainingExample]:
     """Read examples written by :func:`write_examples`; a broken line raises naming the file and line."""
-    from apibank_lib.errors import DataError
+    from apibank_lib.core.errors import DataError
 
     with Path(path).open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -282,43 +263,6 @@ def mix(examples: Sequence[TrainingExample], n: int, shares: dict[str, float], s
     return chosen[:n]
 
 
-def read_shares(
-    text: str, option: str, form: str, example: str, unknown: Callable[[str], str | None], bare: bool = False
-) -> dict[str, float]:
-    """``"KEY=SHARE,KEY=SHARE"`` as a command-line option gives it: ``{KEY: SHARE}``, in the text's order.
-
-    Args:
-        text: the option's value.
-        option: the option's name, for messages (``--mix``).
-        form: what a part looks like, for messages (``GROUP=SHARE``); its first word names the keys.
-        example: a well-formed value, for messages.
-        unknown: says what is wrong with a key (None for a good one).
-        bare: a key without ``=SHARE`` has the share 1.
-
-    Raises:
-        ConfigError: a part that is not KEY=SHARE, an unknown key, a negative share, or no positive share at all.
-    """
-    from apibank_lib.errors import ConfigError
-
-    out: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, eq, value = (x.strip() for x in part.partition("="))
-        problem = unknown(key)
-        if problem:
-            raise ConfigError(f"{option}: {problem}")
-        try:
-            if not eq and not bare:
-                raise ValueError(part)
-            out[key] = float(value) if eq else 1.0
-        except ValueError:
-            raise ConfigError(f"{option}: {part!r} is not {form} (e.g. {example})") from None
-        if out[key] < 0:
-            raise ConfigError(f"{option}: the share of {key} is negative")
-    if sum(out.values()) <= 0:
-        raise ConfigError(f"{option}: {text!r} names no {form.split('=')[0].lower()} with a positive share")
-    return out
-
-
 def parse_shares(text: str) -> dict[str, float]:
     """``"L1/api=0.5,L2/api=0.3"`` -> ``{"L1/api": 0.5, "L2/api": 0.3}`` (a clear error otherwise)."""
 
@@ -341,7 +285,7 @@ def examples_from_toolalpaca(
     ToolAlpaca's entries, so each dialogue gets its own entry's catalogue).
 
     Args:
-        result: a training :class:`~apibank_lib.formats.toolalpaca.ConversionResult`.
+        result: a training :class:`~apibank_lib.data.formats.toolalpaca.ConversionResult`.
         render, api_order, seed: as for :func:`examples_from_corpus`.
     """
     groups = {g.name: {f.name: f for f in g.functions} for g in result.apis}

@@ -5,7 +5,7 @@ code runs unchanged on a GPU at larger scale (it uses CUDA when present; see
 the README for an ``accelerate launch`` line):
 
 * the model is the packaged Gemma GGUF, dequantised once by
-  :func:`~apibank_lib.backends.transformers_backend.load_causal_lm`;
+  :func:`~apibank_lib.models.transformers_backend.load_causal_lm`;
 * one example per forward pass (no padding), gradients accumulated over
   ``accumulate`` examples; AdamW, linear warm-up then linear decay;
 * logits are computed for the target positions only (``logits_to_keep``):
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from apibank_lib.errors import ConfigError
+from apibank_lib.core.errors import ConfigError
 from apibank_lib.training.base import (
     TrainConfig,
     TrainResult,

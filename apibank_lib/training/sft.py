@@ -30,7 +30,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import SFTTrainer
 
-from apibank_lib.errors import ConfigError
+from apibank_lib.core.errors import ConfigError
 from apibank_lib.training.export import TrainingExample, fingerprint
 from apibank_lib.training.base import (
     TrainConfig,

@@ -18,8 +18,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.errors import ConfigError
-from apibank_lib.paths import PROJECT_ROOT
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.core.paths import PROJECT_ROOT
 from apibank_lib.training.export import (
     TrainingExample,
     examples_from_corpus,
@@ -58,7 +58,7 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
             ``sources``: groups of paths to draw equal shares of ``examples`` from (in place of ``paths``), and
             ``api_order``: the order prompts describe their APIs in (:data:`~apibank_lib.training.export.API_ORDERS`;
             absent: ``appearance``).
-        template: the model's :class:`~apibank_lib.chat_template.ChatTemplate`, needed when ``modes`` is set.
+        template: the model's :class:`~apibank_lib.prompting.chat_template.ChatTemplate`, needed when ``modes`` is set.
 
     Raises:
         ConfigError: an unknown format, no example, or ``modes`` without a template.
@@ -73,13 +73,14 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
     order = "appearance" if per_mode is not None else order  # per mode, the renderer orders each sample
     render = None
     if data.get("modes"):
-        from apibank_lib.training.chat_examples import mode_renderer, parse_modes
+        from apibank_lib.prompting.modes import parse_modes
+        from apibank_lib.training.chat_examples import mode_renderer
 
         if template is None:
             raise ConfigError("training in chat form (modes) needs the model's chat template")
         render = mode_renderer(template, parse_modes(data["modes"]), data.get("seed", 0), orders=per_mode)
     if data.get("format", "corpus") == "toolalpaca":
-        from apibank_lib.formats.toolalpaca import convert, read_toolalpaca
+        from apibank_lib.data.formats.toolalpaca import convert, read_toolalpaca
 
         pool = [
             e for path in paths
@@ -87,7 +88,7 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
         ]
         note = f"{len(pool)} examples converted from ToolAlpaca format"
     elif data.get("format", "corpus") == "corpus":
-        from apibank_lib.synthesis.tester import check_corpus
+        from apibank_lib.data.check_train import check_corpus
 
         report = check_corpus(paths)
         pool = examples_from_corpus(report, render=render, api_order=order, seed=data.get("seed", 0))
@@ -137,7 +138,7 @@ def train_model(
     """
     template = None
     if config.data.get("modes"):
-        from apibank_lib.backends.transformers_backend import load_tokenizer
+        from apibank_lib.models.transformers_backend import load_tokenizer
         from apibank_lib.training.chat_examples import template_of
 
         template = template_of(load_tokenizer(config.model))

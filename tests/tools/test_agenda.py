@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.databases import load_databases
-from apibank_lib.errors import MissingParameterError
-from apibank_lib.tools.agenda import AddAgenda, DeleteAgenda, ModifyAgenda, QueryAgenda
-from apibank_lib.tools.registry import tools_defined_in
-from apibank_lib.types import ApiCall
+from apibank_lib.env.databases import load_databases
+from apibank_lib.core.errors import MissingParameterError
+from apibank_lib.env.tools.agenda import AddAgenda, DeleteAgenda, ModifyAgenda, QueryAgenda
+from apibank_lib.env.tools.registry import tools_defined_in
+from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
-TOOLS = tools_defined_in("apibank_lib.tools.agenda")
+TOOLS = tools_defined_in("apibank_lib.env.tools.agenda")
 
 ALICE = "idvwtfktangpvyqe6b"
 BEN = "emzumlenmwfqtrier2"

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.databases import load_databases
-from apibank_lib.tools.alarm import AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm
-from apibank_lib.tools.base import LEVEL12
-from apibank_lib.tools.registry import tool_classes, tools_defined_in
-from apibank_lib.types import ApiCall
+from apibank_lib.env.databases import load_databases
+from apibank_lib.env.tools.alarm import AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm
+from apibank_lib.env.tools.base import LEVEL12
+from apibank_lib.env.tools.registry import tool_classes, tools_defined_in
+from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
-TOOLS = tools_defined_in("apibank_lib.tools.alarm")
+TOOLS = tools_defined_in("apibank_lib.env.tools.alarm")
 
 ALICE = "idvwtfktangpvyqe6b"
 BEN = "emzumlenmwfqtrier2"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from apibank_lib.tools.calculator import Calculator, evaluate_formula
+from apibank_lib.env.tools.calculator import Calculator, evaluate_formula
 from tests.helpers import sandbox_for
 
 

@@ -1,4 +1,4 @@
-"""Tests for the knowledge tools (apibank_lib/tools/knowledge.py)."""
+"""Tests for the knowledge tools (apibank_lib/env/tools/knowledge.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.databases import load_databases
-from apibank_lib.errors import DataError, InvalidParameterError, MissingParameterError
-from apibank_lib.tools.knowledge import (
+from apibank_lib.env.databases import load_databases
+from apibank_lib.core.errors import DataError, InvalidParameterError, MissingParameterError
+from apibank_lib.env.tools.knowledge import (
     LANGUAGES,
     Dictionary,
     DocumentQA,
@@ -23,11 +23,11 @@ from apibank_lib.tools.knowledge import (
     resolve_language,
     tokenize_document,
 )
-from apibank_lib.tools.registry import tools_defined_in
-from apibank_lib.types import ApiCall
+from apibank_lib.env.tools.registry import tools_defined_in
+from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
-TOOLS = tools_defined_in("apibank_lib.tools.knowledge")
+TOOLS = tools_defined_in("apibank_lib.env.tools.knowledge")
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "eval"
 

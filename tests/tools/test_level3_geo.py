@@ -8,20 +8,20 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.databases import load_databases
-from apibank_lib.errors import ParameterTypeError
-from apibank_lib.tools.level3.geo import (
+from apibank_lib.env.databases import load_databases
+from apibank_lib.core.errors import ParameterTypeError
+from apibank_lib.env.tools.level3.geo import (
     ClothingRecommendation,
     Geocoding,
     GetWeatherForCoordinates,
     NearbyRestaurants,
     recommend_clothing,
 )
-from apibank_lib.tools.registry import tools_defined_in
-from apibank_lib.types import ApiCall
+from apibank_lib.env.tools.registry import tools_defined_in
+from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
-TOOLS = tools_defined_in("apibank_lib.tools.level3.geo")
+TOOLS = tools_defined_in("apibank_lib.env.tools.level3.geo")
 
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 PLACES = {

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.databases import load_databases
-from apibank_lib.errors import DataError, ParameterTypeError
-from apibank_lib.tools.level3.social import LikeCount, OrganizationMembers, UserPosts
-from apibank_lib.tools.registry import tools_defined_in
-from apibank_lib.types import ApiCall
+from apibank_lib.env.databases import load_databases
+from apibank_lib.core.errors import DataError, ParameterTypeError
+from apibank_lib.env.tools.level3.social import LikeCount, OrganizationMembers, UserPosts
+from apibank_lib.env.tools.registry import tools_defined_in
+from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
-TOOLS = tools_defined_in("apibank_lib.tools.level3.social")
+TOOLS = tools_defined_in("apibank_lib.env.tools.level3.social")
 
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 DBS = {
@@ -91,7 +91,7 @@ def test_exact_checkers(cls: Any, args: dict[str, Any]) -> None:
 
 
 def test_id_keys_must_be_canonical_decimal_text() -> None:
-    from apibank_lib.databases import validate_database
+    from apibank_lib.env.databases import validate_database
 
     validate_database("Lv3Likes", {"7": 1})
     for bad in ({"07": 1}, {"-7": 1}, {"seven": 1}):

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.databases import load_databases
-from apibank_lib.tools.level3.travel import FlightSearch, HotelAvailability, TravelStatus
-from apibank_lib.tools.registry import tools_defined_in
-from apibank_lib.types import ApiCall
+from apibank_lib.env.databases import load_databases
+from apibank_lib.env.tools.level3.travel import FlightSearch, HotelAvailability, TravelStatus
+from apibank_lib.env.tools.registry import tools_defined_in
+from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
-TOOLS = tools_defined_in("apibank_lib.tools.level3.travel")
+TOOLS = tools_defined_in("apibank_lib.env.tools.level3.travel")
 
 LV3 = Path(__file__).resolve().parents[2] / "data" / "eval" / "lv3_database"
 FLIGHTS = [

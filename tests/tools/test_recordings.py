@@ -1,13 +1,13 @@
-"""Tests for harvesting Dictionary and Translate recordings (apibank_lib/formats/harvest.py)."""
+"""Tests for harvesting Dictionary and Translate recordings (apibank_lib/data/formats/harvest.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.databases import validate_database
-from apibank_lib.formats.harvest import harvest_recordings
-from apibank_lib.tools.knowledge import Dictionary, Translate
-from apibank_lib.types import ApiRecord, Dialogue, Turn, Utterance
+from apibank_lib.env.databases import validate_database
+from apibank_lib.data.formats.harvest import harvest_recordings
+from apibank_lib.env.tools.knowledge import Dictionary, Translate
+from apibank_lib.core.types import ApiRecord, Dialogue, Turn, Utterance
 from tests.helpers import sandbox_for
 
 

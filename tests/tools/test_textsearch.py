@@ -1,4 +1,4 @@
-"""Tests for the Treebank-style tokenizer and BM25-Okapi (apibank_lib/tools/textsearch.py)."""
+"""Tests for the Treebank-style tokenizer and BM25-Okapi (apibank_lib/env/tools/textsearch.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from apibank_lib.tools.textsearch import BM25Okapi, word_tokenize
+from apibank_lib.env.tools.textsearch import BM25Okapi, word_tokenize
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests for the utility tools (apibank_lib/tools/utility.py)."""
+"""Tests for the utility tools (apibank_lib/env/tools/utility.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.errors import InvalidParameterError
-from apibank_lib.tools.registry import tools_defined_in
-from apibank_lib.tools.utility import GetToday, PlayMusic, SendEmail
-from apibank_lib.types import ApiCall
+from apibank_lib.core.errors import InvalidParameterError
+from apibank_lib.env.tools.registry import tools_defined_in
+from apibank_lib.env.tools.utility import GetToday, PlayMusic, SendEmail
+from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
-TOOLS = tools_defined_in("apibank_lib.tools.utility")
+TOOLS = tools_defined_in("apibank_lib.env.tools.utility")
 
 
 def run(name: str, conversion: str = "v2", **args: Any) -> dict[str, Any]:

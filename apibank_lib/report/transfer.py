@@ -1,0 +1,254 @@
+"""Transfer: the same models on two data sources, and where the two data sets differ.
+
+Every figure measured on our bundled benchmark says something about data written in this project; a release that
+nobody here wrote (an official API-Bank copy) says whether it holds. This module puts the two side by side:
+
+* :func:`data_profile`: per data source and level, the patterns a model has to handle, as counts and shares of
+  API-call samples (token flows, date and time values, values said in words that the call writes in a format,
+  values copied from an earlier API result, list arguments, multi-call dialogues, how long the API descriptions
+  are and how often they state a format);
+* :func:`transfer_table`: per model and level, accuracy on each source with its interval, sample and dialogue
+  counts, and the difference;
+* :func:`transfer_errors` and :func:`transfer_funnel`: the error taxonomy and the step funnel, one column (or row
+  block) per model and source.
+
+Only aggregates leave these functions: no dialogue text, so the tables of a release may be committed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.scoring import ScoredRun
+from apibank_lib.core.stats import N_BOOT, SEED, TOO_FEW, bootstrap_mean, bounds
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Utterance
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PATTERNS", "data_profile", "transfer_table", "transfer_errors", "transfer_funnel"]
+
+ABILITIES = {1: "Call", 2: "Retrieve+Call", 3: "Plan+Retrieve+Call"}
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{1,2}:\d{2}(:\d{2})?$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIME = re.compile(r"^\d{1,2}:\d{2}(:\d{2})?$")
+_RELATIVE = re.compile(
+    r"\b(today|tomorrow|yesterday|tonight|next (week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+    r"|this (week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|in \d+ (days|hours|weeks))\b",
+    re.IGNORECASE,
+)
+_FORMAT_WORDS = re.compile(r"%[YmdHMS]|\bformat\b", re.IGNORECASE)
+_DESCRIBED = re.compile(r'"(?:name|apiCode)": "(\w+)"')
+
+PATTERNS = (
+    "token flow: the call fetches a token",
+    "token flow: the call passes a token",
+    "a date or time value",
+    "the date said relative to today",
+    "a value copied from an earlier API result",
+    "a list or dict value",
+    "in a multi-call dialogue",
+    "the dialogue calls 3 or more APIs",
+    "a value said nowhere before (worked out or converted)",
+    "the dialogue's first call",
+    "the dialogue's first call, its API described first (v2 prompt)",
+    "the dialogue's first call, its API described first (paper prompt)",
+)
+"""What :func:`data_profile` counts per API-call sample (a sample may show several)."""
+
+
+def _values(args: Mapping[str, Any]) -> list[str]:
+    return [str(v) for v in args.values()]
+
+
+def _outputs(history: Sequence[Any]) -> str:
+    return " ".join(str(t.result.get("output")) for t in history if isinstance(t, ApiRecord))
+
+
+def _said(history: Sequence[Any]) -> str:
+    return " ".join(t.text for t in history if isinstance(t, Utterance))
+
+
+def _first_described(names: Sequence[str], gold: str) -> bool:
+    return bool(names) and names[0] == gold
+
+
+def _patterns(
+    sample: ApiCallSample, calls_in_dialogue: int, apis_in_dialogue: int, release_item: Mapping[str, Any] | None
+) -> dict[str, bool]:
+    args = sample.gold.args
+    values = _values(args)
+    earlier = _outputs(sample.history)
+    said = _said(sample.history) + " " + (sample.requirement or "")
+    # The paper protocol sends a release's own rendered prompt, whose API list has its own order; elsewhere the
+    # prompt is ours, in order of first appearance.
+    paper_names = _DESCRIBED.findall(str(release_item.get("instruction", ""))) if release_item else list(sample.api_names)
+    first_call = not any(isinstance(t, ApiRecord) and t.api_name != "ToolSearcher" for t in sample.history)
+    return {
+        PATTERNS[0]: sample.gold.api_name == "GetUserToken",
+        PATTERNS[1]: "token" in args,
+        PATTERNS[2]: any(_DATE_TIME.match(v) or _DATE.match(v) or _TIME.match(v) for v in values),
+        PATTERNS[3]: bool(_RELATIVE.search(_said(sample.history) + " " + (sample.requirement or ""))),
+        PATTERNS[4]: any(len(v) >= 4 and v in earlier for v in values),
+        PATTERNS[5]: any(isinstance(v, (list, dict)) or str(v).lstrip().startswith(("[", "{")) for v in args.values()),
+        PATTERNS[6]: calls_in_dialogue > 1,
+        PATTERNS[7]: apis_in_dialogue >= 3,
+        PATTERNS[8]: any(len(v) >= 2 and v.lower() not in (said + " " + earlier).lower() for v in values),
+        PATTERNS[9]: first_call,
+        PATTERNS[10]: first_call and _first_described(sample.api_names, sample.gold.api_name),
+        PATTERNS[11]: first_call and _first_described(paper_names, sample.gold.api_name),
+    }
+
+
+def _descriptions(bench: Benchmark, level: int) -> tuple[float, float, int]:
+    """Mean words per API description, the share (%) of parameter descriptions that state a format, and the number
+    of APIs the level's gold calls use (ToolSearcher left out)."""
+    toolset = bench.toolset(level)
+    names = sorted(
+        {s.gold.api_name for s in bench.samples(level, "api") if isinstance(s, ApiCallSample)} - {"ToolSearcher"}
+    )
+    names = [n for n in names if n in toolset]
+    schemas = [toolset.schema(n) for n in names]
+    if not schemas:
+        return 0.0, 0.0, 0
+    words = sum(len(s.description.split()) for s in schemas) / len(schemas)
+    params = [p for s in schemas for p in s.input_parameters.values()]
+    formats = 100.0 * sum(bool(_FORMAT_WORDS.search(p.description or "")) for p in params) / max(1, len(params))
+    return round(words, 1), round(formats, 1), len(schemas)
+
+
+def data_profile(benches: Mapping[str, Benchmark]) -> pd.DataFrame:
+    """Per data source and level: how many API-call samples show each of :data:`PATTERNS`, and how the APIs are
+    described.
+
+    Args:
+        benches: data source name -> its benchmark (e.g. ``{"bundled": ..., "api-bank-dev": ...}``).
+
+    Returns:
+        One row per source, level and feature: ``count`` and ``share (%)`` of the level's API-call samples (the
+        gold searches of levels 2-3 left out: they call ToolSearcher, not an API of the data), or the value of a
+        description feature.
+    """
+    import pandas as pd
+
+    rows = []
+    for source, bench in benches.items():
+        for level in (1, 2, 3):
+            samples = [s for s in bench.samples(level, "api") if isinstance(s, ApiCallSample) and not s.duplicate]
+            calls: dict[str, int] = {}
+            apis: dict[str, set[str]] = {}
+            for s in samples:
+                calls[s.dialogue_id] = calls.get(s.dialogue_id, 0) + (s.gold.api_name != "ToolSearcher")
+                apis.setdefault(s.dialogue_id, set()).add(s.gold.api_name)
+            counted = [s for s in samples if s.gold.api_name != "ToolSearcher"]
+            if not counted:
+                continue
+            base = {"data": source, "level": level, "ability": ABILITIES[level]}
+            rows.append({**base, "feature": "API-call samples (searches left out)", "count": len(counted), "share (%)": None})
+            rows.append({**base, "feature": "dialogues", "count": len({s.dialogue_id for s in counted}), "share (%)": None})
+            tallies = {p: 0 for p in PATTERNS}
+            for s in counted:
+                found = _patterns(s, calls[s.dialogue_id], len(apis[s.dialogue_id] - {"ToolSearcher"}), bench.release_prompt(s))
+                for p, hit in found.items():
+                    tallies[p] += hit
+            for p in PATTERNS:
+                rows.append({**base, "feature": p, "count": tallies[p], "share (%)": round(100.0 * tallies[p] / len(counted), 1)})
+            words, formats, n_apis = _descriptions(bench, level)
+            rows.append({**base, "feature": "APIs called", "count": n_apis, "share (%)": None})
+            rows.append({**base, "feature": "words per API description (mean)", "count": words, "share (%)": None})
+            rows.append({**base, "feature": "parameter descriptions stating a format", "count": None, "share (%)": formats})
+    return pd.DataFrame(rows)
+
+
+def _accuracy(run: ScoredRun, level: int, n_boot: int, seed: int) -> dict[str, Any]:
+    judged = [j for j in run.judgments if j.level == level and j.kind == "api"]
+    if not judged:
+        return {}
+    iv = bootstrap_mean([float(bool(j.correct)) for j in judged], [j.dialogue_id for j in judged], n_boot=n_boot, seed=seed)
+    low, high = bounds(iv, 100)  # blank below MIN_CLUSTERS dialogues
+    return {"acc": round(100 * iv.estimate, 2), "low": low, "high": high, "n": iv.samples, "dialogues": iv.clusters}
+
+
+def transfer_table(
+    runs: Mapping[str, Sequence[ScoredRun]], *, n_boot: int = N_BOOT, seed: int = SEED
+) -> pd.DataFrame:
+    """Per model and level, API-call accuracy on each data source side by side, and the difference.
+
+    Args:
+        runs: data source name -> its scored runs (the same models, matched by their label without the data);
+            the first source is the reference the others are compared with.
+
+    Returns:
+        One row per model and level: for each source its accuracy (%), 95% interval (dialogues resampled), API-call
+        samples and dialogues, and the subset the run is about; then each other source minus the first, in points.
+    """
+    import pandas as pd
+
+    sources = list(runs)
+    by_model: dict[str, dict[str, ScoredRun]] = {}
+    for source, group in runs.items():
+        for r in group:
+            by_model.setdefault(f"{r.model} ({r.prompt_mode}, {r.protocol_version})", {})[source] = r
+    rows = []
+    for model, per_source in by_model.items():
+        for level in (1, 2, 3):
+            row: dict[str, Any] = {"model": model, "level": level, "ability": ABILITIES[level]}
+            figures = {}
+            for source in sources:
+                r = per_source.get(source)
+                got = _accuracy(r, level, n_boot, seed) if r is not None else {}
+                figures[source] = got
+                row[f"{source} acc"] = got.get("acc")
+                if got:
+                    row[f"{source} interval"] = f"[{got['low']:.2f}, {got['high']:.2f}]" if got["low"] is not None else TOO_FEW
+                else:
+                    row[f"{source} interval"] = None
+                row[f"{source} n"] = got.get("n")
+                row[f"{source} dialogues"] = got.get("dialogues")
+                row[f"{source} subset"] = r.subset if r is not None else None
+            if not any(figures.values()):
+                continue
+            first = figures[sources[0]]
+            for source in sources[1:]:
+                other = figures[source]
+                row[f"{source} - {sources[0]}"] = round(other["acc"] - first["acc"], 2) if first and other else None
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    counts = [c for c in table.columns if c.endswith((" n", " dialogues"))]
+    return table.astype({c: "Int64" for c in counts})
+
+
+def transfer_errors(runs: Mapping[str, Sequence[ScoredRun]]) -> pd.DataFrame:
+    """The error taxonomy (the paper's seven categories, shares of each run's wrong calls) with one column per model
+    and data source, the sources of a model side by side."""
+    from apibank_lib.report.analysis import error_distribution
+
+    ordered = sorted(((r.model, i, source, r) for i, (source, group) in enumerate(runs.items()) for r in group), key=lambda t: (t[0], t[1]))
+    table = error_distribution([t[3] for t in ordered], reported_columns=False)
+    return table.rename(columns={t[3].label: f"{t[3].model} ({t[3].prompt_mode}) on {t[2]}" for t in ordered})
+
+
+def transfer_funnel(runs: Mapping[str, Sequence[ScoredRun]], benches: Mapping[str, Benchmark]) -> pd.DataFrame:
+    """The step funnel of every run, per data source: one row per model, level and stage, with each source's share
+    (%) of the level's API-call samples reaching the stage, side by side."""
+    import pandas as pd
+
+    from apibank_lib.report.analysis import funnel
+
+    frames = []
+    for source, group in runs.items():
+        for r in group:
+            f = funnel(r, benches[source])
+            if len(f):
+                frames.append(f.assign(data=source, model=f"{r.model} ({r.prompt_mode})"))
+    if not frames:
+        return pd.DataFrame()
+    long = pd.concat(frames, ignore_index=True)
+    wide = long.pivot_table(index=["model", "level", "ability", "stage"], columns="data", values="share (%)", sort=False)
+    wide = wide.reindex(columns=[s for s in runs if s in wide.columns]).reset_index()
+    wide.columns.name = None
+    return wide.rename(columns={s: f"{s} share (%)" for s in runs})

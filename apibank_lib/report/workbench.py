@@ -1,0 +1,385 @@
+"""What the notebooks call besides the tables: running models, and demonstrating the sandbox, search and protocols.
+
+Notebooks hold no logic of their own; each step they show is one call here or
+in :mod:`apibank_lib.report.analysis`, and returns a DataFrame (or a list of runs).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from apibank_lib.core.calls import format_call
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.core.errors import ApibankError, ConfigError
+from apibank_lib.grading.grader import Grader
+from apibank_lib.core.paths import runs_dir
+from apibank_lib.env.protocols import PROTOCOLS, V2
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.folder import RunConfig, RunFolder, plan, same_episodes, trial_key
+from apibank_lib.env.sandbox import json_copy
+from apibank_lib.runs.scoring import ScoredRun, scored
+from apibank_lib.retrieval.search import default_searcher
+from apibank_lib.runs.subsets import RANDOM, check_draw, describe
+from apibank_lib.env.tools.base import LEVEL3, LEVEL12
+from apibank_lib.env.tools.registry import tool_classes
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Dialogue
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "KINDS",
+    "RunSettings",
+    "run_models",
+    "tools_table",
+    "pick_dialogue",
+    "sample_of",
+    "replay_dialogue",
+    "search_table",
+    "compare_protocols",
+    "saved_runs",
+]
+
+
+
+KINDS = ("api", "response", "episodes")
+"""What a limit can count: teacher-forced API-call samples, reply samples, and level-3 agent episodes."""
+
+
+@dataclass
+class RunSettings:
+    """How the notebooks run models: one object for :func:`run_models` and :func:`saved_runs`, so that a notebook
+    that only reads (03, 04) locates the runs another (02) made with the same parameters.
+
+    Attributes:
+        protocol: the grading protocol's name.
+        levels: which levels.
+        limit: at most this many samples (and level-3 episodes) per level; None for all.
+        kind_limits: a limit of its own for some kinds (``api``, ``response``, ``episodes``), e.g.
+            ``{"response": 5, "episodes": 4}``: sixty API-call samples cost minutes, and replies and whole
+            episodes need not come in the same number; kinds not named take ``limit``.
+        model_limits: a cap for some models (e.g. a slow embedded model), by model spec: no kind of theirs
+            exceeds it.
+        level3: ``steps``, ``loop`` or ``both``.
+        max_steps: agent-loop step limit (part of the episodes' identity only).
+        options: backend options per model spec.
+        runs_dir: where the runs go (default :func:`apibank_lib.core.paths.runs_dir`).
+        tasks: ``api`` and/or ``response`` samples.
+        trials, temperature: answers per sample and the temperature they are sampled at
+            (:attr:`~apibank_lib.runs.folder.RunConfig.trials`); one trial and the backend's own decoding by default.
+        draw: how a limit picks its samples: ``random`` (whole dialogues, a seeded stratified draw, the same for
+            every model; :mod:`apibank_lib.runs.subsets`) or ``first`` (for debugging).
+        subset_seed: the seed of the ``random`` draw.
+    """
+
+    protocol: str = V2.name
+    levels: Sequence[int] = (1, 2, 3)
+    limit: int | None = None
+    kind_limits: Mapping[str, int | None] = field(default_factory=dict)
+    model_limits: Mapping[str, int] = field(default_factory=dict)
+    level3: str = "both"
+    max_steps: int = 12
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    runs_dir: str | Path | None = None
+    tasks: Sequence[str] = ("api", "response")
+    trials: int = 1
+    temperature: float | None = None
+    draw: str = RANDOM
+    subset_seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_draw(self.draw)
+        unknown = sorted(set(self.kind_limits or {}) - set(KINDS))
+        if unknown:
+            raise ConfigError(f"kind_limits: unknown kind {unknown[0]!r}; choose among {', '.join(KINDS)}")
+
+    def limit_of(self, model: str, kind: str) -> int | None:
+        """How many of one kind a model answers per level: the kind's limit (else ``limit``), capped by the
+        model's."""
+        limit = (self.kind_limits or {}).get(kind, self.limit)
+        cap = (self.model_limits or {}).get(model)
+        if cap is None:
+            return limit
+        return cap if limit is None else min(limit, cap)
+
+    def subset_of(self, model: str) -> str:
+        """Which samples a model's runs are about, in words: ``all``, one limit (``60 (random dialogues, seed 0)``)
+        or each kind's (``api 60, response 5, episodes all (random dialogues, seed 0)``)."""
+        kinds = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
+        limits = {k: self.limit_of(model, k) for k in kinds}
+        if len(set(limits.values())) <= 1:
+            return describe(next(iter(limits.values()), self.limit), self.draw, self.subset_seed)
+        how = describe(1, self.draw, self.subset_seed).split(" ", 1)[1]  # "(random dialogues, seed 0)" or "(first)"
+        return ", ".join(f"{k} {'all' if n is None else n}" for k, n in limits.items()) + f" {how}"
+
+    def configs(self, model: str, bench: Benchmark) -> list[RunConfig]:
+        """One model's run settings: one config when every kind has the same limit, else one per limit (they
+        share the model's run folder, whose plan keeps what each asked for)."""
+        wanted = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
+        limits = {k: self.limit_of(model, k) for k in wanted}
+        base = {
+            "protocol": self.protocol, "data": str(bench.root), "max_steps": self.max_steps,
+            "backend_options": dict((self.options or {}).get(model, {})), "runs_dir": str(runs_dir(self.runs_dir)),
+            "trials": self.trials, "temperature": self.temperature, "draw": self.draw, "subset_seed": self.subset_seed,
+        }
+        if len(set(limits.values())) <= 1:
+            limit = next(iter(limits.values()), self.limit)
+            return [RunConfig(model, levels=tuple(self.levels), limit=limit, level3=self.level3, tasks=tuple(self.tasks), **base)]
+        teacher_levels = tuple(lv for lv in self.levels if lv != 3 or self.level3 in ("steps", "both"))
+        configs = []
+        for kind, limit in limits.items():
+            if kind == "episodes":
+                configs.append(RunConfig(model, levels=(3,), limit=limit, level3="loop", tasks=tuple(self.tasks), **base))
+            elif teacher_levels:
+                configs.append(RunConfig(model, levels=teacher_levels, limit=limit, level3="steps", tasks=(kind,), **base))
+        return configs
+
+
+def _settings_list(settings: RunSettings | Sequence[RunSettings] | None) -> list[RunSettings]:
+    if settings is None:
+        return [RunSettings()]
+    return [settings] if isinstance(settings, RunSettings) else list(settings)
+
+
+def run_models(
+    models: Sequence[str],
+    bench: Benchmark,
+    settings: RunSettings | Sequence[RunSettings] | None = None,
+    *,
+    progress: bool = True,
+) -> tuple[list[ScoredRun], pd.DataFrame]:
+    """Run (or resume) each model over the benchmark and score it; runs already complete cost nothing.
+
+    A run that exists resumes: nothing is answered again, and it is scored again only when
+    something new was answered (or it was never scored). A run folder holds every answer of its model, data,
+    protocol, prompt mode and decoding (:meth:`apibank_lib.runs.folder.RunConfig.identity`), whoever asked for them:
+    each returned run holds only the samples these settings plan, so that a table does not depend on what else
+    was run before.
+
+    Args:
+        models: model specs (``oracle``, ``llamacpp:gemma-3-270m``, ``openai:<model>@<url>``, ``hf:<path>`` ...).
+        bench: the benchmark.
+        settings: how to run them (default :class:`RunSettings`); several settings (e.g. API-call samples and
+            replies with limits of their own) are run in turn, and each returned run holds what any of them plans.
+        progress: show progress bars.
+
+    Returns:
+        The scored runs, one per model, and a DataFrame with one row per model and settings: its folder's name,
+        samples answered now, failed, already done, seconds.
+    """
+    import pandas as pd
+
+    every = _settings_list(settings)
+    runs, rows = [], []
+    for model in models:
+        keys: list[str] = []
+        answered = False
+        for config in (c for one in every for c in one.configs(model, bench)):
+            start = time.perf_counter()
+            result = run(config, bench=bench, progress=progress)
+            answered = answered or bool(result.answered or result.failed)
+            keys += [x.key for x in plan(bench, config)]
+            rows.append(
+                {
+                    "model": model,
+                    "limit per level": describe(config.limit, config.draw, config.subset_seed),
+                    "run folder": result.path.name,
+                    "answered now": result.answered,
+                    "failed": result.failed,
+                    "already done": result.skipped,
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+            )
+        # New answers: the whole run is scored under today's protocol. A run resumed with nothing new keeps its
+        # judgments (reading it says so when they are of another protocol version).
+        subset = " + ".join(dict.fromkeys(one.subset_of(model) for one in every))
+        runs.append(scored(RunFolder(result.path), bench, rescore=answered, stacklevel=3).restricted(keys, subset))
+    return runs, pd.DataFrame(rows)
+
+
+def saved_runs(
+    models: Sequence[str], bench: Benchmark, settings: RunSettings | Sequence[RunSettings] | None = None
+) -> list[ScoredRun]:
+    """The runs :func:`run_models` made with these settings, read without answering anything.
+
+    Notebooks that only read results (03 and 04) call this with notebook 02's settings, so that models are run
+    in one place. A folder never scored is scored; one scored under another protocol version is read as it was
+    (reading it says so). Each run holds only the samples the settings plan.
+
+    Raises:
+        ConfigError: a model has no run folder for these settings, or its folder lacks some of the planned samples;
+            the message names the model, the folder and what to run.
+    """
+    from apibank_lib.models import load_backend
+    from apibank_lib.runs.runner import locate_run
+
+    runs = []
+    for model in models:
+        keys: list[str] = []
+        for config in (c for one in _settings_list(settings) for c in one.configs(model, bench)):
+            folder, _ = locate_run(config, bench, load_backend(config.model, **config.backend_options))
+            hint = "run notebook 02 (or workbench.run_models) with the same parameters first"
+            if not folder.exists():
+                raise ConfigError(
+                    f"{model}: no run with these settings in {folder.path.parent} ({folder.path.name}); {hint}"
+                )
+            episodes = folder.read_info().episode_set()
+            if config.plans_episodes() and not same_episodes(episodes, config):
+                ran = "no episodes" if episodes is None else f"episodes of {episodes['max_steps']} steps with {episodes['retriever']!r}"
+                wanted = config.episode_identity()
+                raise ConfigError(
+                    f"{model}: {folder.path} holds {ran}, not episodes of {wanted['max_steps']} steps with "
+                    f"{wanted['retriever']!r}; {hint}"
+                )
+            items = plan(bench, config)
+            planned_keys = [trial_key(x.key, t) for t in range(1, config.trials + 1) for x in items]
+            done = folder.read_predictions().records
+            missing = [k for k in planned_keys if k not in done]
+            if missing:
+                raise ConfigError(
+                    f"{model}: {folder.path} lacks {len(missing)} of the planned samples (first: {missing[0]}); {hint}"
+                )
+            keys += planned_keys
+        subset = " + ".join(dict.fromkeys(one.subset_of(model) for one in _settings_list(settings)))
+        runs.append(scored(folder, bench, stacklevel=3).restricted(keys, subset))
+    return runs
+
+
+def tools_table() -> pd.DataFrame:
+    """Every API of both tool sets: tool set, domain, name, parameters, the database it reads, whether it writes it."""
+    import pandas as pd
+
+    rows = []
+    for toolset in (LEVEL12, LEVEL3):
+        for cls in tool_classes(toolset):
+            rows.append(
+                {
+                    "tool set": toolset,
+                    "domain": cls.domain,
+                    "API": cls.name,
+                    "parameters": ", ".join(f"{k}: {p.type}" for k, p in cls.input_parameters.items()) or "-",
+                    "database": cls.database_name or "-",
+                    "writes": cls.writes_database,
+                }
+            )
+    return pd.DataFrame(rows).sort_values(["tool set", "domain", "API"], kind="stable").reset_index(drop=True)
+
+
+def pick_dialogue(bench: Benchmark, level: int = 1, dialogue_id: str | None = None, *, min_calls: int = 3) -> Dialogue:
+    """The dialogue ``dialogue_id``, or the first of a level with at least ``min_calls`` gold calls (else the most)."""
+    dialogues = bench.dialogues(level)
+    if dialogue_id is not None:
+        found = [d for d in dialogues if d.id == dialogue_id]
+        if not found:
+            raise ConfigError(f"no level-{level} dialogue {dialogue_id!r}")
+        return found[0]
+    if not dialogues:
+        raise ConfigError(f"the benchmark has no level-{level} dialogue")
+    return next((d for d in dialogues if len(d.api_turns) >= min_calls), max(dialogues, key=lambda d: len(d.api_turns)))
+
+
+def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What changed between two states of the databases, in words (added, removed, changed records)."""
+    parts = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            added = [k for k in new if k not in old]
+            removed = [k for k in old if k not in new]
+            changed = [k for k in new if k in old and new[k] != old[k]]
+            words = [f"+{k}" for k in added] + [f"-{k}" for k in removed] + [f"~{k}" for k in changed]
+            parts.append(f"{name}: {' '.join(str(w) for w in words)}")
+        else:
+            parts.append(f"{name}: changed")
+    return "; ".join(parts)
+
+
+def replay_dialogue(bench: Benchmark, dialogue: Dialogue, protocol: str = V2.name) -> pd.DataFrame:
+    """A dialogue replayed step by step in one sandbox: each turn, each call's result, and what it changed.
+
+    Returns:
+        One row per turn: role, what was said or called, the call's output and exception,
+        and the database records the call added (+), removed (-) or changed (~).
+    """
+    import pandas as pd
+
+    box = bench.sandbox(dialogue.level, PROTOCOLS[protocol])
+    names = sorted(box.toolset.mutable_databases)
+    rows = []
+    for turn in dialogue.turns:
+        if not isinstance(turn, ApiRecord):
+            rows.append({"role": turn.role, "turn": turn.text, "output": "", "exception": "", "state change": ""})
+            continue
+        before = {n: json_copy(box.database(n)) for n in names}
+        result = box.execute_safely(turn.call)
+        after = {n: box.database(n) for n in names}
+        rows.append(
+            {
+                "role": "API",
+                "turn": format_call(turn.call),
+                "output": _short(result.output),
+                "exception": result.exception or "",
+                "state change": _changes(before, after),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _short(value: Any, width: int = 120) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def sample_of(bench: Benchmark, api: str, level: int = 1) -> ApiCallSample:
+    """The first API-call sample of a level whose gold call is to ``api``."""
+    for s in bench.samples(level, "api"):
+        if isinstance(s, ApiCallSample) and s.gold.api_name == api:
+            return s
+    raise ConfigError(f"no level-{level} API-call sample calls {api}")
+
+
+def search_table(bench: Benchmark, keywords: str, *, level: int = 1, k: int = 5) -> pd.DataFrame:
+    """The APIs the embedding search ranks first for ``keywords``: rank, API, cosine similarity, description."""
+    import pandas as pd
+
+    index = default_searcher(bench.toolset(level).searchable())
+    ranked = index.search(keywords, k)
+    return pd.DataFrame(
+        [
+            {"rank": i + 1, "API": s.name, "cosine": round(score, 4), "description": s.description}
+            for i, (s, score) in enumerate(ranked)
+        ]
+    )
+
+
+def compare_protocols(bench: Benchmark, sample: ApiCallSample, prediction: str) -> pd.DataFrame:
+    """One prediction judged under every protocol: the call each parsed, its result, the verdict and why."""
+    import pandas as pd
+
+    rows = []
+    for name, protocol in PROTOCOLS.items():
+        try:
+            j = Grader(bench, protocol).judge_api(sample, prediction)
+        except ApibankError as exc:  # pragma: no cover - a judgment never raises for a valid sample
+            rows.append(
+                {"protocol": name, "parsed call": "", "output": "", "correct": False, "category": "", "why": str(exc)}
+            )
+            continue
+        rows.append(
+            {
+                "protocol": name,
+                "parsed call": j.call_text or "",
+                "output": _short((j.result or {}).get("output")),
+                "correct": j.correct,
+                "category": j.category.value if j.category else "",
+                "why": j.reason or "",
+            }
+        )
+    return pd.DataFrame(rows)
+

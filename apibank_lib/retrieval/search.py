@@ -1,0 +1,131 @@
+"""API search: embed keywords and API metadata, return the closest APIs by cosine similarity.
+
+The original ToolSearcher reloaded its sentence-transformers model and re-embedded every API on each query (about
+a second per query). Here the embedding model is loaded once per process (:mod:`apibank_lib.retrieval.embedders`), API
+embeddings are computed once and cached on disk (keyed by the model and a hash of the metadata), and query
+embeddings are kept in a small in-memory cache (:class:`ToolIndex`).
+
+Only tool metadata (:class:`~apibank_lib.core.types.ToolSchema`) is known here; the ToolSearcher *tool* in
+``apibank_lib.env.tools.searcher`` wraps this module, and ``apibank_lib.retrieval.retrievers`` offers other rankings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from apibank_lib.retrieval.embedders import Embedder, default_embedder, embed_texts, embeddings_key
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.core.types import ToolSchema
+
+__all__ = ["ToolIndex", "default_searcher", "schemas_key", "search_text", "split_camel"]
+
+
+def split_camel(name: str) -> str:
+    """``QueryHealthData`` -> ``query health data`` (every capital becomes space + lower case).
+
+    The original ToolSearcher's split of an API name, copied on purpose: the paper's search text, and so its
+    recorded search results, were computed with it. The other CamelCase splits are not copies: a protocol's
+    keyword rewrites (:func:`~apibank_lib.env.protocols.split_camel_words`, ours;
+    :func:`~apibank_lib.env.protocols.split_before_capitals`, the original level-3 evaluator's, also copied) and the
+    retrievers' query normalisation (``apibank_lib.retrieval.retrievers``, ours).
+    """
+    return re.sub(r"[A-Z]", lambda m: " " + m.group(0).lower(), name).strip()
+
+
+def search_text(schema: ToolSchema) -> str:
+    """The text embedded for an API: its split name immediately followed by its description.
+
+    The original joins the two with no separator; we keep that, since it is what
+    its gold search results were computed from.
+    """
+    return split_camel(schema.name) + schema.description
+
+
+class ToolIndex:
+    """Embedding index over a fixed list of APIs.
+
+    Args:
+        schemas: the candidate APIs, in a fixed order (the first maximum wins ties).
+        embedder: the embedding model.
+        use_disk_cache: keep API embeddings in :func:`cache_dir` between processes.
+        query_cache_size: how many query embeddings to keep in memory.
+    """
+
+    def __init__(
+        self,
+        schemas: Sequence[ToolSchema],
+        embedder: Embedder,
+        *,
+        use_disk_cache: bool = True,
+        query_cache_size: int = 4096,
+    ) -> None:
+        if not schemas:
+            raise ConfigError("a ToolIndex needs at least one API")
+        self.schemas = list(schemas)
+        self.embedder = embedder
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self._lock = threading.Lock()
+        texts = [search_text(s) for s in self.schemas]
+        self.key = embeddings_key(texts, embedder)
+        self.matrix = embed_texts(texts, embedder, use_disk_cache=use_disk_cache)
+
+    def embed_query(self, keywords: str) -> np.ndarray:
+        """The normalised embedding of a query (cached)."""
+        with self._lock:
+            hit = self._queries.get(keywords)
+            if hit is not None:
+                self._queries.move_to_end(keywords)
+                return hit
+        v = np.asarray(self.embedder.encode([keywords]), dtype=np.float32)[0]
+        norm = float(np.linalg.norm(v))
+        v = v / norm if norm else v
+        with self._lock:
+            self._queries[keywords] = v
+            if len(self._queries) > self._query_cache_size:
+                self._queries.popitem(last=False)
+        return v
+
+    def forget_queries(self) -> None:
+        """Empty the in-memory cache of query embeddings (benchmarks time new queries this way)."""
+        with self._lock:
+            self._queries.clear()
+
+    def scores(self, keywords: str) -> np.ndarray:
+        """Cosine similarity of ``keywords`` with every candidate, in candidate order."""
+        return self.matrix @ self.embed_query(keywords)
+
+    def search(self, keywords: str, k: int = 1) -> list[tuple[ToolSchema, float]]:
+        """The ``k`` best APIs for ``keywords``, best first; ties keep candidate order."""
+        s = self.scores(keywords)
+        order = np.argsort(-s, kind="stable")[: max(1, k)]
+        return [(self.schemas[i], float(s[i])) for i in order]
+
+
+_INDEXES: dict[tuple[str, str], ToolIndex] = {}
+_GLOBAL_LOCK = threading.Lock()
+
+
+def schemas_key(schemas: Sequence[ToolSchema]) -> str:
+    """A hash of a candidate list (names, descriptions, parameters, order): the key of the per-process caches."""
+    return hashlib.sha256(json.dumps([s.to_dict() for s in schemas], sort_keys=True).encode()).hexdigest()
+
+
+def default_searcher(schemas: Sequence[ToolSchema], embedder: Embedder | None = None) -> ToolIndex:
+    """A shared ToolIndex for these candidates and embedder (built once per process)."""
+    embedder = embedder or default_embedder()
+    key = (embedder.name, schemas_key(schemas))
+    with _GLOBAL_LOCK:
+        index = _INDEXES.get(key)
+    if index is None:
+        index = ToolIndex(schemas, embedder)
+        with _GLOBAL_LOCK:
+            index = _INDEXES.setdefault(key, index)
+    return index
