@@ -11,7 +11,6 @@ The public API a notebook needs, in one import::
 """
 
 from apibank_lib.core.calls import format_call, parse_calls
-from apibank_lib.data.datasets import Benchmark, cut_samples, load_benchmark, statistics
 from apibank_lib.core.errors import (
     ApibankError,
     BackendError,
@@ -22,14 +21,6 @@ from apibank_lib.core.errors import (
     ToolError,
     ToolFailure,
 )
-from apibank_lib.grading.grader import EpisodeJudgment, Grader, Judgment, replay
-from apibank_lib.prompting.prompts import Prompt, build_prompt, target_text
-from apibank_lib.env.protocols import PAPER, PROTOCOLS, V2, GradingProtocol, StatePolicy, get_protocol
-from apibank_lib.runs.runner import RunResult, RunStopped, run
-from apibank_lib.runs.folder import JudgmentRecord, PredictionRecord, RunConfig, RunFolder
-from apibank_lib.env.sandbox import Sandbox
-from apibank_lib.runs.scoring import score_run
-from apibank_lib.grading.taxonomy import ErrorCategory
 from apibank_lib.core.types import (
     ApiCall,
     ApiCallSample,
@@ -43,6 +34,17 @@ from apibank_lib.core.types import (
     Utterance,
 )
 from apibank_lib.core.version import __version__
+from apibank_lib.data.datasets import Benchmark, cut_samples, load_benchmark, statistics
+from apibank_lib.env.protocols import PAPER, PROTOCOLS, V2, GradingProtocol, StatePolicy, get_protocol
+from apibank_lib.env.sandbox import Sandbox
+from apibank_lib.grading.grader import EpisodeJudgment, Grader, Judgment, replay
+from apibank_lib.grading.taxonomy import ErrorCategory
+from apibank_lib.prompting.prompts import Prompt, build_prompt, target_text
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.records import JudgmentRecord, PredictionRecord
+from apibank_lib.runs.runner import RunResult, RunStopped, run
+from apibank_lib.runs.scoring import score_run
 
 __all__ = [
     "__version__",

@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from apibank_lib.data.datasets import load_benchmark
 from apibank_lib.models.base import Request
 from apibank_lib.models.llamacpp import LlamaCppBackend
-from apibank_lib.prompting.chat import build_chat
-from apibank_lib.data.datasets import load_benchmark
 from apibank_lib.models.packaged import model_status
+from apibank_lib.prompting.chat import build_chat
 from apibank_lib.prompting.prompts import build_prompt
 from apibank_lib.runs.runner import STOPS
 

@@ -17,15 +17,15 @@ import copy
 import time
 from pathlib import Path
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.data.datasets import load_benchmark
-from apibank_lib.grading.grader import Grader
-from apibank_lib.prompting.prompts import target_text
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.protocols import V2
 from apibank_lib.env.sandbox import Sandbox
 from apibank_lib.env.tools.base import LEVEL12
 from apibank_lib.env.tools.registry import tool_classes
 from apibank_lib.env.tools.toolset import ToolSet
+from apibank_lib.grading.grader import Grader
+from apibank_lib.prompting.prompts import target_text
 
 TARGET_MS = 0.5
 

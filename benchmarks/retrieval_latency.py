@@ -28,8 +28,8 @@ import numpy as np
 
 from apibank_lib.data.datasets import load_benchmark
 from apibank_lib.report.retrieval import forget_queries, retrieval_queries
-from apibank_lib.retrieval.retrievers import PAPER_RECIPE, RETRIEVERS, EmbeddingRetriever, make_retriever
 from apibank_lib.retrieval.embedders import MiniLMEmbedder, default_embedder
+from apibank_lib.retrieval.retrievers import PAPER_RECIPE, RETRIEVERS, EmbeddingRetriever, make_retriever
 
 TARGET_MS = 5.0
 

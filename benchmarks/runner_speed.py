@@ -22,11 +22,11 @@ import threading
 import time
 from pathlib import Path
 
+from apibank_lib.data.datasets import load_benchmark
 from apibank_lib.models.baselines import NoCallBackend
 from apibank_lib.models.openai_compat import OpenAIBackend
-from apibank_lib.data.datasets import load_benchmark
+from apibank_lib.runs.config import RunConfig
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig
 
 DELAY_S = 0.1
 

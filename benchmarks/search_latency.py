@@ -149,9 +149,9 @@ def main() -> None:
     os.environ["APIBANK_CACHE"] = tempfile.mkdtemp(prefix="apibank-bench-")
     import numpy as np
 
+    from apibank_lib.core.types import ToolSchema
     from apibank_lib.retrieval.embedders import MiniLMEmbedder, OnnxMiniLMEmbedder, SentenceTransformerEmbedder
     from apibank_lib.retrieval.search import ToolIndex
-    from apibank_lib.core.types import ToolSchema
 
     schemas = [ToolSchema(n, d, {}, {}) for n, d in APIS]
     embedders = {

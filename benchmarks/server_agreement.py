@@ -17,17 +17,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from apibank_lib.core.types import ApiRecord  # noqa: E402
+from apibank_lib.data.datasets import load_benchmark  # noqa: E402
+from apibank_lib.env.protocols import V2  # noqa: E402
+from apibank_lib.grading.grader import Grader  # noqa: E402
 from apibank_lib.models.base import Request  # noqa: E402
 from apibank_lib.models.llamacpp import LlamaCppBackend  # noqa: E402
 from apibank_lib.models.openai_compat import OpenAIBackend  # noqa: E402
-from apibank_lib.prompting.chat import build_chat  # noqa: E402
-from apibank_lib.data.datasets import load_benchmark  # noqa: E402
-from apibank_lib.grading.grader import Grader  # noqa: E402
 from apibank_lib.models.packaged import packaged_model_path  # noqa: E402
+from apibank_lib.prompting.chat import build_chat  # noqa: E402
 from apibank_lib.prompting.prompts import build_prompt  # noqa: E402
-from apibank_lib.env.protocols import V2  # noqa: E402
 from apibank_lib.prompting.toolcalls import parse_tool_calls  # noqa: E402
-from apibank_lib.core.types import ApiRecord  # noqa: E402
 from tests.helpers import llama_server  # noqa: E402
 
 MODEL = "qwen2.5-coder-0.5b"

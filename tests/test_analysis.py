@@ -7,18 +7,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.report import analysis
-from apibank_lib.models.scripted import ScriptedBackend
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.grading.grader import Grader
-from apibank_lib.prompting.prompts import target_text
-from apibank_lib.env.protocols import PAPER, V2
 from apibank_lib.core.replies import rouge_l, rouge_score_l
-from apibank_lib.data.reported import PAPER_MAIN_RESULTS
-from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig
 from apibank_lib.core.stats import MIN_CLUSTERS
 from apibank_lib.core.types import ResponseSample
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.data.reported import PAPER_MAIN_RESULTS
+from apibank_lib.env.protocols import PAPER, V2
+from apibank_lib.grading.grader import Grader
+from tests.scripted import ScriptedBackend
+from apibank_lib.prompting.prompts import target_text
+from apibank_lib.report import analysis
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.runner import run
 
 
 def test_rouge_l_of_both_packages_by_hand() -> None:

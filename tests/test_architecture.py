@@ -6,10 +6,10 @@ import ast
 import re
 from pathlib import Path
 
-from apibank_lib.models.registry import BACKENDS, backend_class
 from apibank_lib.env.protocols import PROTOCOLS
 from apibank_lib.env.tools.base import LEVEL3, LEVEL12, Tool
 from apibank_lib.env.tools.registry import TOOL_MODULES, tool_classes, tools_defined_in
+from apibank_lib.models.registry import BACKENDS, backend_class
 
 PACKAGE = Path(__file__).resolve().parents[1] / "apibank_lib"
 
@@ -127,8 +127,8 @@ def _choices(flag: str) -> list[set[str]]:
 
 def test_every_retriever_and_protocol_is_one_registry_entry() -> None:
     from apibank_lib.env.protocols import PROTOCOLS
-    from apibank_lib.retrieval.retrievers import RETRIEVERS
     from apibank_lib.grading.toolrl import TOOLRL
+    from apibank_lib.retrieval.retrievers import RETRIEVERS
 
     assert _choices("--retriever") and all(c == set(RETRIEVERS) for c in _choices("--retriever"))
     # ToolRL's protocol judges only ToolRL's own files, through `apibank run` (apibank_lib.grading.toolrl, not a registry entry).
@@ -137,8 +137,8 @@ def test_every_retriever_and_protocol_is_one_registry_entry() -> None:
 
 
 def test_every_notebook_is_one_text_file_named_where_it_is_listed() -> None:
-    from apibank_lib.report import reproduce
     from apibank_lib.core.paths import NOTEBOOKS_DIR, PROJECT_ROOT
+    from apibank_lib.report import reproduce
 
     texts = sorted(p.stem for p in NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
     assert texts and [p.stem for p in reproduce.notebooks()] == texts

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from apibank_lib.core.errors import DataError
 from apibank_lib.data.authoring import build, load_sources, render_param
 from apibank_lib.data.datasets import default_data_root, load_benchmark
-from apibank_lib.core.errors import DataError
 from apibank_lib.grading.validate import validate
 
 TOKEN = json.loads((default_data_root() / "init_database" / "Account.json").read_text())["AliceMorgan"]["token"]

@@ -13,17 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.core.types import ApiCall, Context
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.env.tools.registry import toolset_for_level
 from apibank_lib.models import BackendError, Request, load_backend
 from apibank_lib.models.llamacpp import packaged_gemma_path
 from apibank_lib.models.openai_compat import OpenAIBackend, tool_json_schema
 from apibank_lib.prompting.chat import ChatPrompt
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.core.errors import ConfigError
 from apibank_lib.prompting.prompts import Prompt, build_prompt
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.folder import RunFolder
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig, RunFolder
-from apibank_lib.env.tools.registry import toolset_for_level
-from apibank_lib.core.types import ApiCall, Context
 from tests.helpers import CHAT_REPLY, JsonHandler, llama_server, serve
 
 NO_CONTEXT = Context(1, "api", (), ())

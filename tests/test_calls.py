@@ -18,9 +18,9 @@ from apibank_lib.core.calls import (
     parse_first_call,
     parse_literal,
 )
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ParseError
 from apibank_lib.core.types import ApiCall
+from apibank_lib.data.datasets import Benchmark
 
 
 def test_quotes_inside_values_and_text_around() -> None:
@@ -202,8 +202,8 @@ def test_adversarial_long_inputs_stay_fast() -> None:
 
 def test_a_doubled_bracket_is_a_format_error_under_v2(bench: Benchmark) -> None:
     from apibank_lib import V2, Grader
-    from apibank_lib.grading.taxonomy import ErrorCategory
     from apibank_lib.core.types import ApiCallSample
+    from apibank_lib.grading.taxonomy import ErrorCategory
 
     sample = next(s for s in bench.samples(1, "api") if isinstance(s, ApiCallSample))
     gold = format_call(sample.gold.call)

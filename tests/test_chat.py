@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.core.types import ApiRecord, Context, Utterance
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.env.tools.registry import toolset_for_level
 from apibank_lib.prompting.chat import CHAT_SYSTEM, build_chat, searched_apis, tool_json_schema, tool_result_content
 from apibank_lib.prompting.chat_template import ChatTemplate, TemplateError
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.core.errors import ConfigError
-from apibank_lib.env.tools.registry import toolset_for_level
-from apibank_lib.core.types import ApiRecord, Context, Utterance
 
 # A template of our own, in the usual shape (system turn with the tools, turns, tool results, a tool-call syntax),
 # to test the rendering machinery without a model file.

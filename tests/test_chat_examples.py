@@ -6,17 +6,17 @@ import json
 
 import pytest
 
+from apibank_lib.core.types import ApiCall, ApiCallSample, ApiRecord
+from apibank_lib.data.datasets import Benchmark
 from apibank_lib.models.base import Request, render_with_template
+from apibank_lib.models.packaged import model_status, packaged_model_path
 from apibank_lib.prompting.chat import build_chat
 from apibank_lib.prompting.chat_template import ChatTemplate, TemplateError
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.models.packaged import model_status, packaged_model_path
 from apibank_lib.prompting.prompts import build_prompt
 from apibank_lib.prompting.toolcalls import parse_tool_calls
 from apibank_lib.training.chat_examples import answer_message, template_example, template_of
 from apibank_lib.training.export import TrainingExample, fingerprint, read_examples, write_examples
 from apibank_lib.training.recipe import tokenize_example
-from apibank_lib.core.types import ApiCall, ApiCallSample, ApiRecord
 from tests.test_chat import OUR_TEMPLATE
 
 

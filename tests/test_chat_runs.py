@@ -10,16 +10,17 @@ from typing import Any
 
 import pytest
 
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.core.types import ApiCallSample
+from apibank_lib.data.datasets import Benchmark
 from apibank_lib.models.base import Request
 from apibank_lib.models.openai_compat import TOOLS_CHECK, OpenAIBackend
-from apibank_lib.models.scripted import ScriptedBackend
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.core.errors import ConfigError
-from apibank_lib.runs.runner import RunStopped, run
-from apibank_lib.runs.folder import RunConfig, RunFolder, plan
-from apibank_lib.runs.scoring import score_run
+from tests.scripted import ScriptedBackend
 from apibank_lib.prompting.toolcalls import render_tool_call
-from apibank_lib.core.types import ApiCallSample
+from apibank_lib.runs.config import RunConfig, plan
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.runner import RunStopped, run
+from apibank_lib.runs.scoring import score_run
 from tests.helpers import JsonHandler, serve
 
 

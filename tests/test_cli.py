@@ -127,7 +127,7 @@ def test_validate_on_a_release_checks_what_a_release_promises(capsys: pytest.Cap
 
 
 def test_score_takes_data_and_reports_coverage(bench: Benchmark, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from apibank_lib.runs.folder import RunConfig, plan
+    from apibank_lib.runs.config import RunConfig, plan
 
     out = tmp_path / "run"
     assert main(["run", "--model", "oracle", "--level", "1", "--limit", "3", "--out", str(out)]) == 0

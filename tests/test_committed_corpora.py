@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.data.formats.train_corpus import corpus_files
 from apibank_lib.core.paths import DATA_DIR
 from apibank_lib.data.check_train import CheckReport, check_corpus
+from apibank_lib.data.formats.train_corpus import corpus_files
 
 TRAIN = DATA_DIR / "train"
 GENERATIONS = sorted(p for p in (TRAIN / "synthesized").rglob("corpus") if p.is_dir())

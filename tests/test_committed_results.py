@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.report import analysis, workbench
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.paths import PROJECT_ROOT
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.report import analysis, workbench
 from apibank_lib.report.reproduce import PROFILES
 
 COMMITTED = PROJECT_ROOT / "results" / "bundled"

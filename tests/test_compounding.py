@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.report.compounding import compounding_table, item_outcomes, summary
 from apibank_lib.data.datasets import Benchmark
+from apibank_lib.report.compounding import compounding_table, item_outcomes, summary
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.records import JudgmentRecord
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import JudgmentRecord, RunConfig
 from apibank_lib.runs.scoring import ScoredRun, scored
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.config import RunConfig, plan
+from apibank_lib.runs.folder import RunFolder
 from apibank_lib.runs.runner import Governor, run
-from apibank_lib.runs.folder import RunConfig, RunFolder, plan
 from apibank_lib.runs.scoring import score_run
 from tests.helpers import CHAT_REPLY, JsonHandler, serve
 

@@ -8,15 +8,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.report.analysis import COST_COLUMNS, compact_main_table, compare_runs, load_runs, main_table
-from apibank_lib.models.scripted import ScriptedBackend
 from apibank_lib.cli.commands import main
-from apibank_lib.runs.costs import cost_of, parse_price, run_cost
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ConfigError
+from apibank_lib.data.datasets import Benchmark
+from tests.scripted import ScriptedBackend
+from apibank_lib.report.analysis import COST_COLUMNS, compact_main_table, compare_runs, load_runs, main_table
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.costs import cost_of, parse_price, run_cost
+from apibank_lib.runs.folder import RunFolder
 from apibank_lib.runs.merge import merge_runs
+from apibank_lib.runs.records import PredictionRecord
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import PredictionRecord, RunConfig, RunFolder
 
 
 def _record(key: str, tokens: tuple[int | None, int | None], latency: float | None, reused: bool = False) -> PredictionRecord:

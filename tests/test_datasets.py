@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.env.databases import load_databases, validate_database
-from apibank_lib.data.datasets import cut_level3_samples, cut_samples
 from apibank_lib.core.errors import DataError
-from apibank_lib.data.formats.official import load_dialogue_file, load_level3, read_api_metadata
 from apibank_lib.core.types import ApiRecord, Dialogue, Level3Item, Turn, Utterance
+from apibank_lib.data.datasets import cut_level3_samples, cut_samples
+from apibank_lib.data.formats.official import load_dialogue_file, load_level3, read_api_metadata
+from apibank_lib.env.databases import load_databases, validate_database
 
 
 def _api(name: str) -> ApiRecord:

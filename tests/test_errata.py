@@ -13,18 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.report import analysis
 from apibank_lib.cli.commands import main
+from apibank_lib.core.errors import DataError
+from apibank_lib.core.types import ApiCall, ApiRecord
 from apibank_lib.data.datasets import Benchmark, needed_api
 from apibank_lib.data.errata import load_errata, verify
-from apibank_lib.core.errors import DataError
+from apibank_lib.env.protocols import PAPER, V2
 from apibank_lib.grading.grader import Grader, replay
 from apibank_lib.prompting.prompts import target_text
-from apibank_lib.env.protocols import PAPER, V2
+from apibank_lib.report import analysis
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.folder import RunFolder
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig, RunFolder
 from apibank_lib.runs.scoring import OtherVersion, score_run
-from apibank_lib.core.types import ApiCall, ApiRecord
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "official"
 FIXTURE_ERRATA = Path(__file__).resolve().parent / "fixtures" / "official_errata.yaml"
@@ -181,8 +182,8 @@ def _search_output(api: str, bench: Benchmark) -> list[dict[str, object]] | dict
 
 def _release_like(bench: Benchmark) -> list:
     """Samples shaped like the release's records each entry names (our databases, our texts)."""
-    from apibank_lib.data.datasets import cut_samples
     from apibank_lib.core.types import Dialogue, Utterance
+    from apibank_lib.data.datasets import cut_samples
 
     box = bench.sandbox(1)
     samples = []

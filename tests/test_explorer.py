@@ -12,12 +12,11 @@ import papermill
 import pytest
 
 from apibank_lib import ApiCallSample, Benchmark, JudgmentRecord, RunConfig, RunFolder, run
-
-from apibank_lib.report import workbench
 from apibank_lib.core.calls import format_call
 from apibank_lib.core.errors import ConfigError
+from apibank_lib.report import workbench
 from apibank_lib.report.explorer import ALL, CORRECT, Explorer
-from apibank_lib.runs.folder import plan
+from apibank_lib.runs.config import plan
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "explorer.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.grading.grader import Grader
-from apibank_lib.prompting.prompts import target_text
-from apibank_lib.env.protocols import PAPER, V2, StatePolicy, get_protocol
-from apibank_lib.grading.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory, Observation, classify
-from apibank_lib.env.tools.utility import GetToday
 from apibank_lib.core.types import ApiCallSample
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.env.protocols import PAPER, V2, StatePolicy, get_protocol
+from apibank_lib.env.tools.utility import GetToday
+from apibank_lib.grading.grader import Grader
+from apibank_lib.grading.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory, Observation, classify
+from apibank_lib.prompting.prompts import target_text
 
 Cat = ErrorCategory
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.models.base import Request
-from apibank_lib.prompting.chat import build_chat
 from apibank_lib.data.datasets import Benchmark
+from apibank_lib.models.base import Request
 from apibank_lib.models.packaged import model_status, packaged_model_path
+from apibank_lib.prompting.chat import build_chat
 from apibank_lib.prompting.prompts import build_prompt
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.folder import RunFolder
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig, RunFolder
 from apibank_lib.runs.scoring import score_run
 
 pytestmark = pytest.mark.slow
@@ -68,9 +69,9 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
     the samples where the routes' prompts must be identical. The server does not honour ``tool_choice="required"``,
     so both routes run with ``auto``.
     """
-    from apibank_lib.models.openai_compat import OpenAIBackend
-    from apibank_lib.grading.grader import Grader
     from apibank_lib.env.protocols import V2
+    from apibank_lib.grading.grader import Grader
+    from apibank_lib.models.openai_compat import OpenAIBackend
     from apibank_lib.prompting.toolcalls import parse_tool_calls
     from tests.helpers import llama_server
 
@@ -101,8 +102,8 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
 def test_the_small_lynx_v2_is_the_0_5b_with_its_adapter_in_chat_mode(
     qwen: object, bench: Benchmark, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from apibank_lib.models.llamacpp import LlamaCppBackend
     from apibank_lib.models.catalog import adapter_digest, adapter_folder
+    from apibank_lib.models.llamacpp import LlamaCppBackend
 
     if not (adapter_folder("lynx-0.5b") / "adapter_model.safetensors").is_file():
         pytest.fail("models/lynx-0.5b/adapter is missing: the small Lynx v2 ships with the repository")
@@ -149,10 +150,10 @@ def test_a_dialogue_schema_fixed_to_values_with_metacharacters_is_a_grammar_llam
     through the real parser here, and the model writes the value exactly."""
     import json
 
+    from apibank_lib.core.types import Param, ToolSchema
     from apibank_lib.prompting.prompts import Prompt
     from apibank_lib.synthesis.pipeline import _CONTEXT
     from apibank_lib.synthesis.schemas import dialogue_schema
-    from apibank_lib.core.types import Param, ToolSchema
 
     value = "path/to/image.jpg [x]^ (a|b) $5*2+1? {y}"
     api = ToolSchema("ResizeImage", "Resize an image.", {"image": Param("str", "The image's path.")}, {"image": Param("str", "The new path.")})

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.records import JudgmentRecord
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import JudgmentRecord, RunConfig
 from apibank_lib.runs.scoring import aggregate, item_figures, item_steps, score_run, scored
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from apibank_lib.report.notebook_files import main, out_of_sync, pairs
 from apibank_lib.core.paths import NOTEBOOKS_DIR
+from apibank_lib.report.notebook_files import main, out_of_sync, pairs
 from apibank_lib.report.reproduce import notebooks
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.models import packaged as pm
 from apibank_lib.core.errors import ConfigError
+from apibank_lib.models import packaged as pm
 from apibank_lib.models.packaged import PACKAGED_MODELS, PackagedModel, model_status, packaged_model_path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.prompting.prompts import API_INSTRUCTION, build_prompt, describe_apis
-from apibank_lib.env.tools.registry import toolset_for_level
 from apibank_lib.core.types import Sample
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.env.tools.registry import toolset_for_level
+from apibank_lib.prompting.prompts import API_INSTRUCTION, build_prompt, describe_apis
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "official"
 

@@ -23,7 +23,7 @@ def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level
     # The issue's bar: an interval over at least 60 API-call samples at each level, in the profile's draw (whole
     # dialogues at random, seed SUBSET_SEED: a limit on samples of both kinds holds however many calls they have).
     from apibank_lib.report import workbench
-    from apibank_lib.runs.folder import plan
+    from apibank_lib.runs.config import plan
 
     bench = load_benchmark()
     profile = PROFILES[name]
@@ -42,7 +42,7 @@ def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level
 
 def test_the_profiles_share_the_commands_step_limit() -> None:
     # Same step limit as `apibank run`, so a profile's runs land in the folders the command made.
-    from apibank_lib.runs.folder import RunConfig
+    from apibank_lib.runs.config import RunConfig
 
     default = RunConfig("oracle").max_steps
     assert {p["MAX_STEPS"] for p in PROFILES.values()} == {default}
@@ -126,8 +126,8 @@ def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str]
     own notebooks, not model output), so that the test follows what the notebooks do."""
     import ast
 
-    from apibank_lib.report import workbench
     from apibank_lib.env.protocols import V2
+    from apibank_lib.report import workbench
 
     source = (reproduce.NOTEBOOKS_DIR / f"{name}.py").read_text(encoding="utf-8")
     params = {**_parameters(source), **{k: v for k, v in given.items() if k in _parameters(source)}}
@@ -145,10 +145,10 @@ def _notebook_settings(name: str, given: dict[str, Any]) -> list[tuple[list[str]
 
 @pytest.mark.parametrize("profile", ["quick", "standard"])
 def test_a_profile_answers_each_teacher_forced_sample_once_per_model(tmp_path: Any, profile: str) -> None:
-    from apibank_lib.models import load_backend
     from apibank_lib.core.errors import ApibankError
+    from apibank_lib.models import load_backend
+    from apibank_lib.runs.config import plan
     from apibank_lib.runs.runner import locate_run
-    from apibank_lib.runs.folder import plan
 
     bench = load_benchmark()
     given = {"MODELS": list(DEFAULT_MODELS), **PROFILES[profile], "RUNS_DIR": str(tmp_path)}

@@ -7,8 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ConfigError, DataError
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Param, ToolSchema
+from apibank_lib.data.datasets import Benchmark
 from apibank_lib.env.protocols import PAPER, V2
 from apibank_lib.report.retrieval import (
     POOLED,
@@ -38,7 +39,6 @@ from apibank_lib.retrieval.retrievers import (
     normalize_query,
     query_action,
 )
-from apibank_lib.core.types import ApiCallSample, ApiRecord, Param, ToolSchema
 
 
 def _schema(name: str, description: str, **params: str) -> ToolSchema:
@@ -119,7 +119,7 @@ def test_the_retrieval_table_has_intervals_per_split(bench: Benchmark) -> None:
 
 
 def test_the_retriever_enters_only_the_episodes_identity() -> None:
-    from apibank_lib.runs.folder import RunConfig
+    from apibank_lib.runs.config import RunConfig
 
     with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
         RunConfig("oracle", retriever="bm26").validate()
@@ -138,8 +138,9 @@ def test_the_retriever_enters_only_the_episodes_identity() -> None:
 
 
 def test_a_run_names_its_retriever_and_scores_with_it(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.runs.config import RunConfig
+    from apibank_lib.runs.folder import RunFolder
     from apibank_lib.runs.runner import run
-    from apibank_lib.runs.folder import RunConfig, RunFolder
     from apibank_lib.runs.scoring import score_run
 
     results = {}
@@ -159,8 +160,8 @@ def test_a_run_names_its_retriever_and_scores_with_it(bench: Benchmark, tmp_path
 
 
 def test_episodes_are_graded_only_with_the_retriever_they_searched_with(bench: Benchmark, tmp_path: Path) -> None:
+    from apibank_lib.runs.config import RunConfig
     from apibank_lib.runs.runner import run
-    from apibank_lib.runs.folder import RunConfig
     from apibank_lib.runs.scoring import score_run
 
     result = run(
@@ -291,8 +292,8 @@ def test_a_gold_search_with_no_call_after_it_is_for_its_recorded_output() -> Non
 
 @pytest.fixture(scope="module")
 def corpus_report():  # type: ignore[no-untyped-def]
-    from apibank_lib.data.formats.train_corpus import default_corpus_dir
     from apibank_lib.data.check_train import check_corpus
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
 
     return check_corpus(default_corpus_dir())
 

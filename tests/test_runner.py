@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.models.baselines import NoCallBackend
-from apibank_lib.models.scripted import ScriptedBackend
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.env.protocols import PAPER
 from apibank_lib.core.replies import rouge_l
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.env.protocols import PAPER
+from apibank_lib.models.baselines import NoCallBackend
+from tests.scripted import ScriptedBackend
+from apibank_lib.runs.config import RunConfig, plan
+from apibank_lib.runs.folder import RunFolder
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig, RunFolder, plan
 from apibank_lib.runs.scoring import score_run
 
 

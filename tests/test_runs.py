@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from apibank_lib.core.errors import BackendError, ConfigError, DataError
+from apibank_lib.data.datasets import Benchmark, default_data_root
 from apibank_lib.models import load_backend
 from apibank_lib.models.baselines import OracleBackend
-from apibank_lib.models.scripted import ScriptedBackend
-from apibank_lib.data.datasets import Benchmark, default_data_root
-from apibank_lib.core.errors import BackendError, ConfigError, DataError
+from tests.scripted import ScriptedBackend
+from apibank_lib.runs.config import RunConfig, default_runs_dir, plan
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.records import EpisodeStep, JudgmentRecord, PredictionRecord
 from apibank_lib.runs.runner import MAX_CONSECUTIVE_UNREACHABLE, RunStopped, run
-from apibank_lib.runs.folder import EpisodeStep, JudgmentRecord, PredictionRecord, RunConfig, RunFolder, default_runs_dir, plan
 from apibank_lib.runs.scoring import score_run
 
 

@@ -15,6 +15,7 @@ from apibank_lib.core.errors import (
     ParseError,
     UnknownToolError,
 )
+from apibank_lib.core.types import ApiCall, Param
 from apibank_lib.env.sandbox import Sandbox, json_copy
 from apibank_lib.env.tools.account import (
     CheckToken,
@@ -26,7 +27,6 @@ from apibank_lib.env.tools.account import (
 )
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.toolset import ToolSet
-from apibank_lib.core.types import ApiCall, Param
 from tests.helpers import sandbox_for
 
 ACCOUNT = {

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from apibank_lib.core.errors import ConfigError
+from apibank_lib.core.types import Param, ToolSchema
 from apibank_lib.retrieval.embedders import EMBEDDER_ENV, MiniLMEmbedder, OnnxMiniLMEmbedder, default_embedder
 from apibank_lib.retrieval.minilm import _gelu
 from apibank_lib.retrieval.search import ToolIndex, search_text, split_camel
-from apibank_lib.core.types import Param, ToolSchema
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig, RunFolder, plan
-from apibank_lib.runs.scoring import scored
 from apibank_lib.core.stats import bootstrap_mean
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.config import RunConfig, plan
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.scoring import scored
 from apibank_lib.runs.subsets import FIRST, RANDOM, describe, dialogue_order, stratum_of, take
 
 
@@ -92,7 +93,7 @@ def test_first_n_stays_available_and_says_so(bench: Benchmark) -> None:
 
 
 def test_a_folder_planned_before_draws_existed_keeps_its_first_samples(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.runs.folder import planned
+    from apibank_lib.runs.config import planned
 
     old_plan = {"levels": [1], "limit": 5, "tasks": ["api"], "level3": "steps"}  # as folders wrote it before
     items = planned(bench, RunConfig("oracle"), [old_plan])

@@ -17,11 +17,19 @@ from typing import Any
 import pytest
 import yaml
 
-from apibank_lib.models.base import Completion, Request
-from apibank_lib.models.scripted import ScriptedBackend
 from apibank_lib.cli.commands import main
 from apibank_lib.core.errors import ApibankError, BackendError, ConfigError, DataError
+from apibank_lib.data.check_train import (
+    NEAR_EVALUATION,
+    check_corpus,
+    evaluation_schemas,
+    evaluation_texts,
+    near_evaluation,
+)
 from apibank_lib.data.formats.train_corpus import parse_dialogue
+from apibank_lib.env.tools.registry import toolset_for_level
+from apibank_lib.models.base import Completion, Request
+from tests.scripted import ScriptedBackend
 from apibank_lib.synthesis import pipeline as pipeline_module
 from apibank_lib.synthesis.agents import (
     LEAD,
@@ -43,8 +51,6 @@ from apibank_lib.synthesis.agents import (
     slugify,
 )
 from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
-from apibank_lib.data.check_train import NEAR_EVALUATION, check_corpus, evaluation_schemas, evaluation_texts, near_evaluation
-from apibank_lib.env.tools.registry import toolset_for_level
 
 # --- the scripted world -----------------------------------------------------------------------------
 

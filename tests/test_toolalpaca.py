@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from apibank_lib.cli.commands import main
-from apibank_lib.data.datasets import cut_samples
 from apibank_lib.core.errors import ConfigError, DataError
+from apibank_lib.core.types import ApiCall, ApiRecord, Utterance
+from apibank_lib.data.datasets import cut_samples
+from apibank_lib.data.formats.step_references import resolve_references
 from apibank_lib.data.formats.toolalpaca import (
     NAME_RULE,
     VALUE_RULE,
@@ -25,8 +27,6 @@ from apibank_lib.data.formats.toolalpaca import (
     read_toolalpaca,
     write_converted,
 )
-from apibank_lib.data.formats.step_references import resolve_references
-from apibank_lib.core.types import ApiCall, ApiRecord, Utterance
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "toolalpaca"
 TRAIN = FIXTURES / "train_small.json"
@@ -377,7 +377,7 @@ def _gold_answers(request: Any) -> str:
 
 
 def test_a_model_is_judged_on_converted_samples_and_resumes(tmp_path: Path) -> None:
-    from apibank_lib.models.scripted import ScriptedBackend
+    from tests.scripted import ScriptedBackend
     from apibank_lib.runs.toolalpaca import accuracy_table, evaluate_converted, load_judgments, paired_table
 
     result = convert_evaluation(read_toolalpaca(EVAL))
@@ -402,7 +402,7 @@ def test_a_model_is_judged_on_converted_samples_and_resumes(tmp_path: Path) -> N
 
 
 def test_another_models_answers_file_is_refused_and_failures_are_asked_again(tmp_path: Path) -> None:
-    from apibank_lib.models.scripted import ScriptedBackend
+    from tests.scripted import ScriptedBackend
     from apibank_lib.runs.toolalpaca import evaluate_converted
 
     result = convert_evaluation(read_toolalpaca(EVAL))
@@ -643,7 +643,7 @@ def _reference_answers(request: Any) -> str:
 def test_reference_rules_are_recorded_and_round_trip_in_the_answers_file(tmp_path: Path) -> None:
     from dataclasses import asdict
 
-    from apibank_lib.models.scripted import ScriptedBackend
+    from tests.scripted import ScriptedBackend
     from apibank_lib.runs.toolalpaca import accuracy_table, evaluate_converted, load_judgments
 
     result = convert_evaluation(read_toolalpaca(EVAL_REFS))

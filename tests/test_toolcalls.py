@@ -12,9 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apibank_lib.core.calls import format_call
-from apibank_lib.data.datasets import load_benchmark
-from apibank_lib.prompting.toolcalls import FORMATS, ParsedAnswer, parse_tool_calls, render_tool_call, structured_tool_call
 from apibank_lib.core.types import ApiCall, ApiCallSample
+from apibank_lib.data.datasets import load_benchmark
+from apibank_lib.prompting.toolcalls import (
+    FORMATS,
+    ParsedAnswer,
+    parse_tool_calls,
+    render_tool_call,
+    structured_tool_call,
+)
 
 TEXT_FORMATS = [f for f in FORMATS if f != "openai"]
 WEATHER = ApiCall("QueryWeather", {"city": "Paris", "date": "2023-03-21"})

@@ -13,16 +13,22 @@ from pathlib import Path
 
 import pytest
 
+from apibank_lib.cli.commands import main
+from apibank_lib.core.errors import BackendError, DataError
+from apibank_lib.core.stats import MIN_CLUSTERS
+from apibank_lib.core.types import ApiRecord, Utterance
+from apibank_lib.data.datasets import load_benchmark
+from apibank_lib.data.formats.toolrl import FILES, load_toolrl
 from apibank_lib.models import load_backend
 from apibank_lib.models.base import Backend, Completion, Request
-from apibank_lib.cli.commands import main
-from apibank_lib.data.datasets import load_benchmark
-from apibank_lib.core.errors import BackendError, DataError
-from apibank_lib.data.formats.toolrl import FILES, load_toolrl
-from apibank_lib.core.stats import MIN_CLUSTERS
-from apibank_lib.report.toolrl_cross import cross_judge, cross_table, disagreement_counts, disagreement_kind, release_sample
+from apibank_lib.report.toolrl_cross import (
+    cross_judge,
+    cross_table,
+    disagreement_counts,
+    disagreement_kind,
+    release_sample,
+)
 from apibank_lib.runs.toolrl import entry_context, entry_tools, is_toolrl_run, run_toolrl, score_toolrl_run
-from apibank_lib.core.types import ApiRecord, Utterance
 
 OFFICIAL = Path(__file__).parent / "fixtures" / "official"
 ERRATA = Path(__file__).parent / "fixtures" / "official_errata.yaml"
@@ -278,8 +284,8 @@ def test_apibank_compare_reads_toolrl_runs_and_refuses_to_mix_them(toolrl: Path,
     assert main(["compare", str(run.path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["model"] == "no-call" and rows[0]["overall"].startswith("0.00") and len(rows) > 1
+    from apibank_lib.runs.config import RunConfig
     from apibank_lib.runs.runner import run as run_release
-    from apibank_lib.runs.folder import RunConfig
 
     release_run = run_release(RunConfig("oracle", levels=(1,), limit=2, data=str(OFFICIAL), out=str(tmp_path / "r")), progress=False)
     assert main(["compare", str(run.path), str(release_run.path)]) != 0

@@ -11,6 +11,7 @@ import pytest
 from apibank_lib.cli.commands import main
 from apibank_lib.core.errors import ConfigError, DataError
 from apibank_lib.data.check_train import check_corpus
+from apibank_lib.models.catalog import adapter_digest, adapter_folder, models_dir, resolve_model
 from apibank_lib.training.export import (
     TrainingExample,
     examples_from_corpus,
@@ -20,7 +21,6 @@ from apibank_lib.training.export import (
     read_examples,
     write_examples,
 )
-from apibank_lib.models.catalog import adapter_digest, adapter_folder, models_dir, resolve_model
 
 CORPUS = """
 domain: Kite repair
@@ -274,8 +274,8 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
     )
     assert stage2.steps == 1 and stage2.final_loss < whole.final_loss + 1.0
     # The adapter is a model like any other: both local backends load it and the runner scores it.
+    from apibank_lib.runs.config import RunConfig
     from apibank_lib.runs.runner import run
-    from apibank_lib.runs.folder import RunConfig
     from apibank_lib.runs.scoring import score_run
 
     adapter = tmp_path / "whole" / "adapter"
@@ -357,9 +357,9 @@ def test_searches_are_checked_with_the_real_tool_searcher(corpus: Path) -> None:
 
 
 def test_the_model_made_corpus_passes_the_tester_and_stays_apart_from_ours() -> None:
-    from apibank_lib.data.formats.train_corpus import default_corpus_dir
     from apibank_lib.core.paths import DATA_DIR
     from apibank_lib.data.check_train import evaluation_texts
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
 
     made = DATA_DIR / "train" / "synthesized" / "values" / "corpus"  # the generation that grows
     assert made.is_dir(), "the model-made corpus is shipped (apibank synthesize, data/train/synthesized/README.md)"

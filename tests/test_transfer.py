@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.report import workbench
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.report.transfer import PATTERNS, data_profile, transfer_errors, transfer_funnel, transfer_table
 from apibank_lib.core.types import ApiCallSample
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.report import workbench
+from apibank_lib.report.transfer import PATTERNS, data_profile, transfer_errors, transfer_funnel, transfer_table
 
 
 def _runs(bench: Benchmark, tmp_path: Path, models: list[str]) -> list:

@@ -9,19 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.report import plots
-from apibank_lib.report.analysis import paired_table, sample_success_rates, trials_table
+from apibank_lib.cli.commands import main
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.data.datasets import Benchmark
 from apibank_lib.models.base import Request
 from apibank_lib.models.baselines import OracleBackend
-from apibank_lib.models.scripted import ScriptedBackend
-from apibank_lib.cli.commands import main
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.core.errors import ConfigError
+from tests.scripted import ScriptedBackend
+from apibank_lib.report import plots
+from apibank_lib.report.analysis import paired_table, sample_success_rates, trials_table
+from apibank_lib.runs.config import RunConfig, plan
+from apibank_lib.runs.folder import RunFolder
 from apibank_lib.runs.merge import merge_runs
 from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig, RunFolder, plan
-from apibank_lib.runs.subsets import FIRST
 from apibank_lib.runs.scoring import score_run, scored
+from apibank_lib.runs.subsets import FIRST
 from apibank_lib.runs.trials import pass_at, pass_hat
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from apibank_lib.core.errors import ApibankError, BackendError, ConfigError
 
 if TYPE_CHECKING:
-    from apibank_lib.runs.folder import Metrics
+    from apibank_lib.runs.records import Metrics
 
 __all__ = ["main", "build_parser"]
 
@@ -115,8 +115,8 @@ def _failure_summary(levels: dict[str, Any]) -> list[list[Any]]:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from apibank_lib.data.datasets import load_benchmark
-    from apibank_lib.grading.grader import replay
     from apibank_lib.env.protocols import get_protocol
+    from apibank_lib.grading.grader import replay
 
     protocol = get_protocol(args.protocol)
     bench = load_benchmark(args.data)
@@ -329,9 +329,10 @@ def _options(items: list[str] | None) -> dict[str, str]:
 def cmd_run(args: argparse.Namespace) -> int:
     from apibank_lib.data.formats.toolrl import is_toolrl_folder
     from apibank_lib.env.protocols import V2
-    from apibank_lib.runs.runner import run
     from apibank_lib.grading.toolrl import TOOLRL
-    from apibank_lib.runs.folder import RunConfig, RunFolder
+    from apibank_lib.runs.config import RunConfig
+    from apibank_lib.runs.folder import RunFolder
+    from apibank_lib.runs.runner import run
     from apibank_lib.runs.scoring import OtherVersion, score_run
     from apibank_lib.runs.subsets import FIRST, RANDOM
 
@@ -395,8 +396,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_toolrl(args: argparse.Namespace) -> int:
     """``apibank run`` on ToolRL's processed files: ToolRL's prompts and protocol (:mod:`apibank_lib.runs.toolrl`)."""
-    from apibank_lib.models import load_backend
     from apibank_lib.grading.toolrl import TOOLRL
+    from apibank_lib.models import load_backend
     from apibank_lib.runs.toolrl import DEFAULT_MAX_TOKENS, run_toolrl
 
     if args.protocol not in (None, TOOLRL.name):
@@ -521,9 +522,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def _show_table(table: Any, args: argparse.Namespace) -> int:
     """Print a DataFrame as Markdown (or JSON records with ``--json``), saving it first with ``--save NAME``."""
-    from apibank_lib.report.analysis import save_table
-    from apibank_lib.data.datasets import data_source
     from apibank_lib.core.paths import results_dir
+    from apibank_lib.data.datasets import data_source
+    from apibank_lib.report.analysis import save_table
 
     if args.save:
         # The data source's own folder (results/bundled/, results/<release>/): one source never overwrites another's.
@@ -552,8 +553,8 @@ def cmd_retrieval(args: argparse.Namespace) -> int:
 
 def _retrieval_sets(bench: Any, args: argparse.Namespace) -> int:
     """``apibank retrieval --sets``: every retriever on each query set, and the default the written rule picks."""
-    from apibank_lib.report.analysis import save_table
     from apibank_lib.env.protocols import V2
+    from apibank_lib.report.analysis import save_table
     from apibank_lib.report.retrieval import choose_default, independent_sets, set_table
 
     sets = independent_sets(bench, corpus=args.corpus)
@@ -586,9 +587,7 @@ def _retrieval_sets(bench: Any, args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from apibank_lib.report.analysis import compare_runs, load_runs
-
     from apibank_lib.runs.costs import parse_price
-
     from apibank_lib.runs.toolrl import is_toolrl_run, toolrl_table
 
     toolrl = [is_toolrl_run(r) for r in args.runs]
@@ -794,10 +793,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``apibank`` command."""
-    from apibank_lib.prompting.modes import MODEL_PROMPT_MODES
-    from apibank_lib.prompting.chat import TOOL_CHOICES
     from apibank_lib.env.protocols import PROTOCOLS, V2
     from apibank_lib.grading.toolrl import TOOLRL
+    from apibank_lib.prompting.chat import TOOL_CHOICES
+    from apibank_lib.prompting.modes import MODEL_PROMPT_MODES
     from apibank_lib.report.reproduce import PROFILES
     from apibank_lib.retrieval.retrievers import RETRIEVERS
 

@@ -30,16 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.core.calls import format_value, parse_calls
-from apibank_lib.env.databases import load_databases
-from apibank_lib.data.datasets import default_data_root
 from apibank_lib.core.errors import CallError, DataError, ParseError, ToolError
-from apibank_lib.data.formats.official import LEVEL_DIRS, dialogue_jsonl, level3_json
-from apibank_lib.core.yamlfile import read_yaml
 from apibank_lib.core.paths import PROJECT_ROOT
+from apibank_lib.core.types import ApiCall, ApiRecord, Level3Item, Turn, Utterance
+from apibank_lib.core.yamlfile import read_yaml
+from apibank_lib.data.datasets import default_data_root
+from apibank_lib.data.formats.official import LEVEL_DIRS, dialogue_jsonl, level3_json
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.sandbox import Sandbox
 from apibank_lib.env.tools.registry import toolset_for_level
 from apibank_lib.env.tools.searcher import retrieved_names
-from apibank_lib.core.types import ApiCall, ApiRecord, Level3Item, Turn, Utterance
 
 __all__ = ["SourceDialogue", "SourceItem", "load_sources", "build", "render_param", "default_source_root"]
 

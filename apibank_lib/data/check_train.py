@@ -46,16 +46,15 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Iterable
 
+from apibank_lib.core.types import ToolSchema
 from apibank_lib.data.formats.train_corpus import (
     ABILITIES,
     SEARCHER,
     CorpusDialogue,
     CorpusFile,
-
     corpus_files,
     read_corpus_file,
 )
-from apibank_lib.core.types import ToolSchema
 
 __all__ = ["Rejection", "CheckReport", "check_dialogue", "check_schema", "shared_inputs", "near_evaluation", "near_evaluation_message", "NEAR_EVALUATION", "evaluation_schemas", "check_corpus", "check_retrieval", "REASONS", "evaluation_texts", "opening", "date_in_words", "text_words", "said_in"]
 
@@ -618,9 +617,9 @@ def opening(d: CorpusDialogue) -> str:
 
 def evaluation_texts() -> tuple[list[str], list[str]]:
     """The bundled evaluation benchmark's API names and its requests (first user turns, level-3 requirements)."""
+    from apibank_lib.core.types import Utterance
     from apibank_lib.data.datasets import load_benchmark
     from apibank_lib.env.tools.registry import toolset_for_level
-    from apibank_lib.core.types import Utterance
 
     names = sorted(set(toolset_for_level(1)) | set(toolset_for_level(3)))
     bench = load_benchmark()

@@ -18,8 +18,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.core.errors import ConfigError, DataError
+from apibank_lib.core.paths import PROJECT_ROOT
+from apibank_lib.core.types import (
+    ApiCallSample,
+    ApiRecord,
+    Dialogue,
+    Episode,
+    Level3Item,
+    ResponseSample,
+    Sample,
+    ToolSchema,
+)
 from apibank_lib.data.formats.harvest import harvest_level3_tables, harvest_recordings
 from apibank_lib.data.formats.official import (
     LEVEL_DIRS,
@@ -31,22 +41,12 @@ from apibank_lib.data.formats.official import (
     load_test_data,
     read_api_metadata,
 )
-from apibank_lib.core.paths import PROJECT_ROOT
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.protocols import V2, GradingProtocol
 from apibank_lib.env.sandbox import Sandbox
 from apibank_lib.env.tools.base import LEVEL12
 from apibank_lib.env.tools.registry import domains, toolset_for_level
 from apibank_lib.env.tools.toolset import ToolSet
-from apibank_lib.core.types import (
-    ApiCallSample,
-    ApiRecord,
-    Dialogue,
-    Episode,
-    Level3Item,
-    ResponseSample,
-    Sample,
-    ToolSchema,
-)
 
 __all__ = [
     "Benchmark",

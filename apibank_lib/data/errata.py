@@ -31,8 +31,8 @@ from typing import Any
 
 from apibank_lib.core.errors import CallError, DataError, ParseError, ToolError
 from apibank_lib.core.paths import PROJECT_ROOT
-from apibank_lib.env.tools.searcher import retrieved_names
 from apibank_lib.core.types import ApiCallSample, ApiRecord
+from apibank_lib.env.tools.searcher import retrieved_names
 
 __all__ = [
     "CHECKS",

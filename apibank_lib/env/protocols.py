@@ -44,9 +44,9 @@ from typing import Any
 from apibank_lib.core.calls import parse_call_paper, parse_calls
 from apibank_lib.core.errors import ConfigError, ParseError, did_you_mean
 from apibank_lib.core.replies import ROUGE_PACKAGE, ROUGE_SCORE_PACKAGE, ReplyMetric
+from apibank_lib.core.types import ApiCall
 from apibank_lib.env.tools.base import CORRECTED, ORIGINAL
 from apibank_lib.env.tools.conversion import ORIGINAL_CONVERSION, TYPED_CONVERSION, ArgumentConversion
-from apibank_lib.core.types import ApiCall
 
 __all__ = [
     "GradingProtocol",

@@ -16,10 +16,10 @@ from typing import Any
 
 from apibank_lib.core.calls import parse_calls
 from apibank_lib.core.errors import CallError, ParseError, ToolError
+from apibank_lib.core.types import ApiCall, ApiResult, ToolSchema
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.conversion import TYPED_CONVERSION, ArgumentConversion
 from apibank_lib.env.tools.toolset import ToolSet
-from apibank_lib.core.types import ApiCall, ApiResult, ToolSchema
 
 __all__ = ["Sandbox", "TraceEntry", "json_copy"]
 

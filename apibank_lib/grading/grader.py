@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.core.calls import format_call, looks_like_call_attempt, parse_first_call
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import (
     CallError,
     ConfigError,
@@ -27,16 +26,16 @@ from apibank_lib.core.errors import (
     ToolError,
     UnknownToolError,
 )
-from apibank_lib.prompting.prompts import target_text
-from apibank_lib.data.datasets import SEARCH_API
+from apibank_lib.core.replies import REPLY_METRICS, score_reply
+from apibank_lib.core.types import ApiCall, ApiCallSample, Episode, ResponseSample
+from apibank_lib.data.datasets import SEARCH_API, Benchmark
 from apibank_lib.data.errata import AppliedErratum, Errata, ErrataReport, errata_dir, load_errata, verify
 from apibank_lib.env.protocols import SEARCH_BY_NEED, V2, GradingProtocol, StatePolicy
-from apibank_lib.core.replies import REPLY_METRICS, score_reply
 from apibank_lib.env.sandbox import Sandbox, json_copy
-from apibank_lib.grading.taxonomy import ErrorCategory, Observation, classify
-from apibank_lib.prompting.toolcalls import ParsedAnswer
 from apibank_lib.env.tools.searcher import retrieved_names
-from apibank_lib.core.types import ApiCall, ApiCallSample, Episode, ResponseSample
+from apibank_lib.grading.taxonomy import ErrorCategory, Observation, classify
+from apibank_lib.prompting.prompts import target_text
+from apibank_lib.prompting.toolcalls import ParsedAnswer
 
 __all__ = ["Judgment", "EpisodeJudgment", "Grader", "replay"]
 
@@ -131,7 +130,7 @@ class Grader:
         return f"<Grader {self.protocol.name} on {self.bench.name} data ({self.bench.fingerprint})>"
 
     def start_trial(self) -> None:
-        """Forget the shared states: the next trial of a run (:attr:`~apibank_lib.runs.folder.RunConfig.trials`) is judged
+        """Forget the shared states: the next trial of a run (:attr:`~apibank_lib.runs.config.RunConfig.trials`) is judged
         from the start state, as the first was, not after the first trial's calls."""
         self._shared = {}
 

@@ -36,14 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.core.calls import format_call_paper, parse_calls
-from apibank_lib.data.datasets import Benchmark, default_data_root, load_benchmark
 from apibank_lib.core.errors import ApibankError, CallError, ConfigError, DataError, ParseError
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Dialogue
+from apibank_lib.data.datasets import Benchmark, default_data_root, load_benchmark
 from apibank_lib.data.formats.official import level3_path, load_dialogues
-from apibank_lib.grading.grader import Grader
-from apibank_lib.prompting.prompts import target_text
 from apibank_lib.env.protocols import PAPER, V2, StatePolicy
 from apibank_lib.env.tools.common import DT, D
-from apibank_lib.core.types import ApiCallSample, ApiRecord, Dialogue
+from apibank_lib.grading.grader import Grader
+from apibank_lib.prompting.prompts import target_text
 
 __all__ = ["Problem", "ValidationReport", "validate"]
 

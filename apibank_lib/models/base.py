@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from apibank_lib.prompting.chat import RENDERING_VERSION, ChatPrompt
 from apibank_lib.core.errors import BackendError, ConfigError
-from apibank_lib.prompting.prompts import Prompt
 from apibank_lib.core.types import ApiCall, Context, Episode, Sample
+from apibank_lib.prompting.chat import RENDERING_VERSION, ChatPrompt
 from apibank_lib.prompting.modes import CHAT_PROMPT, COMPLETION_PROMPT, PAPER_PROMPT, PROMPT_MODES, TEMPLATE_MODES
+from apibank_lib.prompting.prompts import Prompt
 
 __all__ = [
     "Backend",

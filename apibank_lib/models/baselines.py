@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from apibank_lib.models.base import Backend, Completion, Request
 from apibank_lib.core.calls import format_call, format_call_paper
-from apibank_lib.prompting.prompts import LEADS, target_text
 from apibank_lib.core.types import ApiCall, ApiRecord, Episode, Param, ToolSchema, Turn
+from apibank_lib.models.base import Backend, Completion, Request
+from apibank_lib.prompting.prompts import LEADS, target_text
 
 __all__ = ["OracleBackend", "NoCallBackend", "HeuristicBackend"]
 

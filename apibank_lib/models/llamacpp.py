@@ -31,10 +31,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.models.base import Backend, Completion, Request, render_with_template
-
-from apibank_lib.prompting.modes import PAPER_PROMPT
 from apibank_lib.core.errors import BackendError, ConfigError
+from apibank_lib.models.base import Backend, Completion, Request, render_with_template
+from apibank_lib.prompting.modes import PAPER_PROMPT
 
 __all__ = ["LlamaCppBackend", "packaged_gemma_path", "available_cores", "model_path"]
 
@@ -173,8 +172,8 @@ class LlamaCppBackend(Backend):
             raise ConfigError(f"GGUF model file not found: {path}")
         self.lora_path = None
         if adapter:
-            from apibank_lib.models.gguf_lora import adapter_to_gguf, gguf_architecture
             from apibank_lib.models.catalog import adapter_folder
+            from apibank_lib.models.gguf_lora import adapter_to_gguf, gguf_architecture
 
             self.lora_path = str(adapter_to_gguf(adapter_folder(adapter), arch=gguf_architecture(path)))
         self.adapter = adapter

@@ -36,12 +36,11 @@ from typing import Any
 
 import httpx
 
-from apibank_lib.models.base import Backend, Completion, Request, ToolsIgnored
-
-from apibank_lib.prompting.modes import PAPER_PROMPT
-from apibank_lib.prompting.chat import tool_json_schema
 from apibank_lib.core.errors import BackendError, ConfigError
 from apibank_lib.core.types import ApiCall
+from apibank_lib.models.base import Backend, Completion, Request, ToolsIgnored
+from apibank_lib.prompting.chat import tool_json_schema
+from apibank_lib.prompting.modes import PAPER_PROMPT
 
 __all__ = ["OpenAIBackend", "tool_json_schema", "ToolsIgnored", "TOOLS_CHECK"]
 

@@ -15,8 +15,8 @@ import types
 import typing
 from typing import Any, Union
 
-from apibank_lib.models.base import Backend
 from apibank_lib.core.errors import ConfigError, did_you_mean
+from apibank_lib.models.base import Backend
 
 __all__ = ["BACKENDS", "BACKEND_KINDS", "backend_class", "load_backend", "check_options"]
 

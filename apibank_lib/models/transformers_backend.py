@@ -21,10 +21,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.models.base import Backend, Completion, Request, render_with_template
-
-from apibank_lib.prompting.modes import CHAT_PROMPT, PAPER_PROMPT
 from apibank_lib.core.errors import ConfigError
+from apibank_lib.models.base import Backend, Completion, Request, render_with_template
+from apibank_lib.prompting.modes import CHAT_PROMPT, PAPER_PROMPT
 
 __all__ = ["TransformersBackend", "load_causal_lm"]
 

@@ -26,8 +26,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from apibank_lib.env.tools.toolset import ToolSet
 from apibank_lib.core.types import ApiRecord, Context, Param, ToolSchema
+from apibank_lib.env.tools.toolset import ToolSet
 
 __all__ = [
     "ChatPrompt",

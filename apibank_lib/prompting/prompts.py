@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apibank_lib.core.calls import format_call_paper
-from apibank_lib.env.tools.toolset import ToolSet
 from apibank_lib.core.types import ApiCallSample, ApiRecord, Context, Sample, ToolSchema, Turn
+from apibank_lib.env.tools.toolset import ToolSet
 
 __all__ = [
     "Prompt",

@@ -38,8 +38,8 @@ from typing import Any
 
 from apibank_lib.core.calls import format_call, parse_calls
 from apibank_lib.core.errors import ParseError
-from apibank_lib.env.protocols import PAPER
 from apibank_lib.core.types import ApiCall
+from apibank_lib.env.protocols import PAPER
 
 __all__ = ["FORMATS", "ParsedAnswer", "parse_tool_calls", "render_tool_call", "structured_tool_call"]
 

@@ -26,12 +26,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.runs.costs import RunCost, run_cost
-from apibank_lib.data.datasets import Benchmark, load_benchmark, statistics
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.grading.grader import replay
 from apibank_lib.core.paths import figures_dir, results_dir, use_source
-from apibank_lib.env.protocols import PAPER
+from apibank_lib.core.stats import MIN_CLUSTERS, N_BOOT, SEED, bootstrap_mean, bounds, paired_comparison
+from apibank_lib.core.types import ApiCallSample, ResponseSample, ToolSchema
+from apibank_lib.data.datasets import Benchmark, load_benchmark, statistics
 from apibank_lib.data.reported import (
     OFFICIAL_RELEASE_COUNTS,
     ORIGINAL_REPLAY,
@@ -40,14 +39,17 @@ from apibank_lib.data.reported import (
     PAPER_MAIN_RESULTS,
     PAPER_TOOLALPACA,
 )
-from apibank_lib.runs.folder import JudgmentRecord, RunFolder, default_runs_dir
-from apibank_lib.runs.scoring import ScoredRun, accuracy, item_lengths, item_results, scored
-from apibank_lib.core.stats import MIN_CLUSTERS, N_BOOT, SEED, bootstrap_mean, bounds, paired_comparison
-from apibank_lib.grading.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
+from apibank_lib.env.protocols import PAPER
 from apibank_lib.env.tools.base import LEVEL3, LEVEL12
 from apibank_lib.env.tools.registry import domains
+from apibank_lib.grading.grader import replay
+from apibank_lib.grading.taxonomy import NOT_THE_MODELS, PAPER_LABEL, ErrorCategory
+from apibank_lib.runs.config import default_runs_dir
+from apibank_lib.runs.costs import RunCost, run_cost
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.records import JudgmentRecord
+from apibank_lib.runs.scoring import ScoredRun, accuracy, item_lengths, item_results, scored
 from apibank_lib.runs.trials import measures, sample_trials, trial_groups
-from apibank_lib.core.types import ApiCallSample, ResponseSample, ToolSchema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -602,7 +604,7 @@ def _per_sample(judgments: Sequence[JudgmentRecord]) -> dict[str, tuple[Judgment
 def paired_table(a: ScoredRun, b: ScoredRun, *, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
     """Run A against run B on the API-call samples (and replies) both answered: per level and overall.
 
-    A run with several trials (:attr:`~apibank_lib.runs.folder.RunConfig.trials`) enters with each sample's success rate
+    A run with several trials (:attr:`~apibank_lib.runs.config.RunConfig.trials`) enters with each sample's success rate
     (or mean ROUGE-L) over its trials.
 
     Returns:

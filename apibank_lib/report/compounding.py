@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from apibank_lib.runs.scoring import ScoredRun
 from apibank_lib.core.stats import MIN_CLUSTERS, N_BOOT, SEED, percentiles
+from apibank_lib.runs.scoring import ScoredRun
 
 if TYPE_CHECKING:
     import pandas as pd

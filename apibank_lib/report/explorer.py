@@ -32,12 +32,13 @@ from typing import Any
 import ipywidgets as widgets
 
 from apibank_lib.core.calls import format_call
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.runs.folder import JudgmentRecord, PredictionRecord, RunFolder
-from apibank_lib.runs.scoring import ScoredRun, check_data, scored
-from apibank_lib.grading.taxonomy import ErrorCategory
 from apibank_lib.core.types import ApiCallSample, ApiRecord, ResponseSample, Sample, Turn, Utterance
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.grading.taxonomy import ErrorCategory
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.records import JudgmentRecord, PredictionRecord
+from apibank_lib.runs.scoring import ScoredRun, check_data, scored
 
 __all__ = ["ALL", "CORRECT", "Explorer", "load_run"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.data.datasets import data_source
 from apibank_lib.core.errors import ConfigError
 from apibank_lib.core.paths import NOTEBOOKS_DIR, figures_dir, results_dir, results_root, runs_dir
+from apibank_lib.data.datasets import data_source
 
 __all__ = [
     "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "QUICK_MODELS", "Reproduction", "notebooks", "parse_param", "reproduce",

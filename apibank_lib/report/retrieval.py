@@ -36,16 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ConfigError, DataError
-from apibank_lib.core.yamlfile import read_yaml
 from apibank_lib.core.paths import PROJECT_ROOT
-from apibank_lib.env.protocols import V2, GradingProtocol
-from apibank_lib.retrieval.retrievers import PAPER_RECIPE, RETRIEVERS, EnrichedRetriever, make_retriever
 from apibank_lib.core.stats import bootstrap_mean, bounds, paired_comparison
+from apibank_lib.core.types import ApiCallSample, ApiRecord, ToolSchema
+from apibank_lib.core.yamlfile import read_yaml
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.env.protocols import V2, GradingProtocol
 from apibank_lib.env.tools.registry import domains
 from apibank_lib.env.tools.searcher import ToolSearcher, retrieved_names
-from apibank_lib.core.types import ApiCallSample, ApiRecord, ToolSchema
+from apibank_lib.retrieval.retrievers import PAPER_RECIPE, RETRIEVERS, EnrichedRetriever, make_retriever
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -449,8 +449,8 @@ def independent_sets(
         variants: the variants file (None: no rewordings).
         protocol: whose keyword rewrite the searches go through.
     """
-    from apibank_lib.data.formats.train_corpus import default_corpus_dir
     from apibank_lib.data.check_train import check_corpus
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir
 
     report = check_corpus(corpus if corpus is not None else default_corpus_dir())
     corpus_apis = list(report.schemas.values())
@@ -714,9 +714,9 @@ def accuracy_by_retriever(
     """
     import pandas as pd
 
-    from apibank_lib.grading.grader import Grader
     from apibank_lib.env.protocols import get_protocol
-    from apibank_lib.runs.folder import Predictions
+    from apibank_lib.grading.grader import Grader
+    from apibank_lib.runs.records import Predictions
     from apibank_lib.runs.scoring import ScoredRun, accuracy, judge_predictions, scored
 
     rows = []

@@ -25,14 +25,14 @@ from typing import Any
 
 import pandas as pd
 
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import DataError
-from apibank_lib.data.formats.toolrl import ToolRLEntry, load_toolrl
-from apibank_lib.grading.grader import Grader
-from apibank_lib.env.protocols import V2
-from apibank_lib.grading.toolrl import parse_answer
-from apibank_lib.runs.toolrl import read_records, is_toolrl_run
 from apibank_lib.core.types import ApiCall, ApiCallSample, ApiRecord
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.data.formats.toolrl import ToolRLEntry, load_toolrl
+from apibank_lib.env.protocols import V2
+from apibank_lib.grading.grader import Grader
+from apibank_lib.grading.toolrl import parse_answer
+from apibank_lib.runs.toolrl import is_toolrl_run, read_records
 
 __all__ = [
     "CELLS",

@@ -21,10 +21,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.runs.scoring import ScoredRun
 from apibank_lib.core.stats import N_BOOT, SEED, TOO_FEW, bootstrap_mean, bounds
 from apibank_lib.core.types import ApiCallSample, ApiRecord, Utterance
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.runs.scoring import ScoredRun
 
 if TYPE_CHECKING:
     import pandas as pd

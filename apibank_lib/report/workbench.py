@@ -13,20 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apibank_lib.core.calls import format_call
-from apibank_lib.data.datasets import Benchmark
 from apibank_lib.core.errors import ApibankError, ConfigError
-from apibank_lib.grading.grader import Grader
 from apibank_lib.core.paths import runs_dir
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Dialogue
+from apibank_lib.data.datasets import Benchmark
 from apibank_lib.env.protocols import PROTOCOLS, V2
-from apibank_lib.runs.runner import run
-from apibank_lib.runs.folder import RunConfig, RunFolder, plan, same_episodes, trial_key
 from apibank_lib.env.sandbox import json_copy
-from apibank_lib.runs.scoring import ScoredRun, scored
-from apibank_lib.retrieval.search import default_searcher
-from apibank_lib.runs.subsets import RANDOM, check_draw, describe
 from apibank_lib.env.tools.base import LEVEL3, LEVEL12
 from apibank_lib.env.tools.registry import tool_classes
-from apibank_lib.core.types import ApiCallSample, ApiRecord, Dialogue
+from apibank_lib.grading.grader import Grader
+from apibank_lib.retrieval.search import default_searcher
+from apibank_lib.runs.config import RunConfig, plan, same_episodes, trial_key
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.runner import run
+from apibank_lib.runs.scoring import ScoredRun, scored
+from apibank_lib.runs.subsets import RANDOM, check_draw, describe
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +71,7 @@ class RunSettings:
         runs_dir: where the runs go (default :func:`apibank_lib.core.paths.runs_dir`).
         tasks: ``api`` and/or ``response`` samples.
         trials, temperature: answers per sample and the temperature they are sampled at
-            (:attr:`~apibank_lib.runs.folder.RunConfig.trials`); one trial and the backend's own decoding by default.
+            (:attr:`~apibank_lib.runs.config.RunConfig.trials`); one trial and the backend's own decoding by default.
         draw: how a limit picks its samples: ``random`` (whole dialogues, a seeded stratified draw, the same for
             every model; :mod:`apibank_lib.runs.subsets`) or ``first`` (for debugging).
         subset_seed: the seed of the ``random`` draw.
@@ -156,7 +157,7 @@ def run_models(
 
     A run that exists resumes: nothing is answered again, and it is scored again only when
     something new was answered (or it was never scored). A run folder holds every answer of its model, data,
-    protocol, prompt mode and decoding (:meth:`apibank_lib.runs.folder.RunConfig.identity`), whoever asked for them:
+    protocol, prompt mode and decoding (:meth:`apibank_lib.runs.config.RunConfig.identity`), whoever asked for them:
     each returned run holds only the samples these settings plan, so that a table does not depend on what else
     was run before.
 

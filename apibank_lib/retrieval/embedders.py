@@ -21,8 +21,8 @@ from typing import Protocol
 import numpy as np
 
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.retrieval.minilm import MiniLMEmbedder, model_dir
 from apibank_lib.core.paths import cache_dir, save_atomically
+from apibank_lib.retrieval.minilm import MiniLMEmbedder, model_dir
 
 __all__ = [
     "EMBEDDER_ENV",

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from apibank_lib.retrieval.embedders import Embedder, default_embedder, embed_texts, embeddings_key
 from apibank_lib.core.errors import ConfigError
 from apibank_lib.core.types import ToolSchema
+from apibank_lib.retrieval.embedders import Embedder, default_embedder, embed_texts, embeddings_key
 
 __all__ = ["ToolIndex", "default_searcher", "schemas_key", "search_text", "split_camel"]
 

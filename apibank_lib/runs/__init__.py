@@ -7,7 +7,9 @@
 * :mod:`~apibank_lib.runs.toolrl`, :mod:`~apibank_lib.runs.toolalpaca`: other benchmarks' files answered as runs.
 """
 
-from apibank_lib.runs.folder import JudgmentRecord, PredictionRecord, RunConfig, RunFolder
+from apibank_lib.runs.config import RunConfig
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.records import JudgmentRecord, PredictionRecord
 from apibank_lib.runs.runner import RunResult, RunStopped, run
 from apibank_lib.runs.scoring import score_run
 

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.runs.folder import PredictionRecord, RunFolder
+from apibank_lib.runs.folder import RunFolder
+from apibank_lib.runs.records import PredictionRecord
 
 __all__ = ["RunCost", "run_cost", "parse_price"]
 

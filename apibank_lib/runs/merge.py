@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.runs.costs import answering_seconds
-from apibank_lib.data.datasets import Benchmark, load_benchmark
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.runs.folder import PredictionRecord, RunFolder, RunInfo, planned_trials, trial_key
+from apibank_lib.data.datasets import Benchmark, load_benchmark
+from apibank_lib.runs.config import planned_trials, trial_key
+from apibank_lib.runs.costs import answering_seconds
+from apibank_lib.runs.folder import RunFolder, RunInfo
+from apibank_lib.runs.records import PredictionRecord
 from apibank_lib.runs.shards import parse_shard, shard_label
 
 __all__ = ["MergeResult", "merge_runs", "default_merged_path"]

@@ -1,7 +1,7 @@
 """Run a model over a benchmark into a run folder; resumable, concurrent, stoppable.
 
 :func:`run` does four things, each a function here: plan the work
-(:func:`apibank_lib.runs.folder.plan`), open the run folder (:func:`open_run`: refuse a
+(:func:`apibank_lib.runs.config.plan`), open the run folder (:func:`open_run`: refuse a
 folder that holds a run with other settings, naming them), answer every sample
 and episode not answered yet (:func:`answer_all`), and write the summary.
 
@@ -34,21 +34,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from apibank_lib.models.base import Backend, Completion, Request, ToolsIgnored
 from apibank_lib.core.calls import format_call
-from apibank_lib.prompting.chat import build_chat
-from apibank_lib.data.datasets import Benchmark, load_benchmark
 from apibank_lib.core.errors import ApibankError, BackendError, ConfigError
 from apibank_lib.core.paths import PROJECT_ROOT
-from apibank_lib.prompting.prompts import build_prompt
+from apibank_lib.core.types import ApiRecord, Context, Episode, Sample
+from apibank_lib.core.version import __version__
+from apibank_lib.data.datasets import Benchmark, load_benchmark
 from apibank_lib.env.protocols import GradingProtocol, get_protocol
-from apibank_lib.runs.folder import (
-    EpisodeStep,
-    PredictionRecord,
-    PredictionWriter,
+from apibank_lib.models.base import Backend, Completion, Request, ToolsIgnored
+from apibank_lib.prompting.chat import build_chat
+from apibank_lib.prompting.prompts import build_prompt
+from apibank_lib.prompting.toolcalls import parse_tool_calls
+from apibank_lib.runs.config import (
     RunConfig,
-    RunFolder,
-    RunInfo,
     default_runs_dir,
     episodes_file,
     plan,
@@ -58,10 +56,9 @@ from apibank_lib.runs.folder import (
     trial_key,
     trial_seed,
 )
+from apibank_lib.runs.folder import PredictionWriter, RunFolder, RunInfo
+from apibank_lib.runs.records import EpisodeStep, PredictionRecord
 from apibank_lib.runs.shards import shard_label
-from apibank_lib.prompting.toolcalls import parse_tool_calls
-from apibank_lib.core.types import ApiRecord, Context, Episode, Sample
-from apibank_lib.core.version import __version__
 
 __all__ = [
     "RunResult",
@@ -362,7 +359,7 @@ def run_episode(
 
 
 def _sampled(request: Request, config: RunConfig, trial: int) -> Request:
-    """``request`` with the run's temperature and the trial's seed (:func:`~apibank_lib.runs.folder.trial_seed`); as it
+    """``request`` with the run's temperature and the trial's seed (:func:`~apibank_lib.runs.config.trial_seed`); as it
     is under the backend's own decoding."""
     if config.temperature is not None:
         request.temperature, request.seed = config.temperature, trial_seed(config, trial)
@@ -390,7 +387,7 @@ def request_for(
         tools: a tool set, or anything that describes APIs as one does (a
             :class:`~apibank_lib.prompting.schemas.SchemaCatalog` for data that is not the benchmark's).
         mode: the prompt mode sent (``chat``, ``paper`` or ``completion``).
-        max_tokens, tool_choice: as in :class:`~apibank_lib.runs.folder.RunConfig`.
+        max_tokens, tool_choice: as in :class:`~apibank_lib.runs.config.RunConfig`.
         shots, release_item: passed to :func:`~apibank_lib.prompting.prompts.build_prompt`.
         step: in the level-3 agent loop, the calls made so far.
     """

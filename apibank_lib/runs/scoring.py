@@ -6,7 +6,7 @@ Nothing here queries a model. :func:`score_run` reads the folder
 
 1. :func:`judge_predictions`: each prediction is judged under the run's protocol
    (:class:`~apibank_lib.grading.grader.Grader`) into a
-   :class:`~apibank_lib.runs.folder.JudgmentRecord`. A sample whose backend call failed
+   :class:`~apibank_lib.runs.records.JudgmentRecord`. A sample whose backend call failed
    counts as wrong (and is counted apart).
 2. :func:`aggregate`: API-call accuracy (correct / samples, duplicate samples
    included, as in the paper; samples an erratum of the data excludes are
@@ -27,25 +27,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.data.datasets import Benchmark, load_benchmark
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.grading.grader import Grader
-from apibank_lib.env.protocols import get_protocol
-from apibank_lib.runs.folder import (
-    JudgmentRecord,
-    LevelMetrics,
-    Metrics,
-    PredictionRecord,
-    Predictions,
-    RunFolder,
-    RunInfo,
-    planned_trials,
-    trial_key,
-)
-from apibank_lib.grading.taxonomy import PAPER_LABEL
-from apibank_lib.env.tools.searcher import ToolSearcher
-from apibank_lib.runs.trials import trial_figures
 from apibank_lib.core.types import ApiCallSample, Episode, Sample
+from apibank_lib.data.datasets import Benchmark, load_benchmark
+from apibank_lib.env.protocols import get_protocol
+from apibank_lib.env.tools.searcher import ToolSearcher
+from apibank_lib.grading.grader import Grader
+from apibank_lib.grading.taxonomy import PAPER_LABEL
+from apibank_lib.runs.config import planned_trials, trial_key
+from apibank_lib.runs.folder import RunFolder, RunInfo
+from apibank_lib.runs.records import JudgmentRecord, LevelMetrics, Metrics, PredictionRecord, Predictions
+from apibank_lib.runs.trials import trial_figures
 
 __all__ = [
     "OtherVersion",
@@ -311,7 +303,7 @@ def aggregate(
     counts wrong (:func:`item_figures`).
 
     Returns:
-        ``(levels, overall)``: level (``"1"`` ...) -> its :class:`~apibank_lib.runs.folder.LevelMetrics` (API-call
+        ``(levels, overall)``: level (``"1"`` ...) -> its :class:`~apibank_lib.runs.records.LevelMetrics` (API-call
         accuracy, ROUGE-L, backend errors, errata counts, and at level 3 the episodes' success rate and the item
         accuracy), and the micro averages over every scored sample (episode and item figures are per level only).
     """
@@ -345,7 +337,7 @@ def score_run(
             a figure never changes meaning without being asked: :class:`OtherVersion`).
 
     Returns:
-        The run's :class:`~apibank_lib.runs.folder.Metrics` (as written to ``metrics.json``).
+        The run's :class:`~apibank_lib.runs.records.Metrics` (as written to ``metrics.json``).
 
     Raises:
         OtherVersion: the folder holds scores of another protocol version and ``rescore`` is False (with ``write``).

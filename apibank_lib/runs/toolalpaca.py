@@ -43,15 +43,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.models.base import Backend
 from apibank_lib.core.calls import format_call
 from apibank_lib.core.errors import ConfigError, DataError
-from apibank_lib.data.formats.toolalpaca import ConversionResult, display_call, judge_call
-from apibank_lib.runs.runner import request_for
 from apibank_lib.core.stats import N_BOOT, SEED, bootstrap_mean, bounds, paired_comparison
-from apibank_lib.prompting.toolcalls import parse_tool_calls
-from apibank_lib.prompting.schemas import SchemaCatalog
 from apibank_lib.core.types import ApiCallSample
+from apibank_lib.data.formats.toolalpaca import ConversionResult, display_call, judge_call
+from apibank_lib.models.base import Backend
+from apibank_lib.prompting.schemas import SchemaCatalog
+from apibank_lib.prompting.toolcalls import parse_tool_calls
+from apibank_lib.runs.runner import request_for
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -190,7 +190,7 @@ def evaluate_converted(
         backend: the model (:func:`apibank_lib.models.registry.load_backend`).
         prompt_mode: ``chat``, ``paper`` or ``completion``; None for the backend's default (an adapter's is the
             rendering it was trained in).
-        max_tokens, tool_choice: as for a run (:class:`apibank_lib.runs.folder.RunConfig`).
+        max_tokens, tool_choice: as for a run (:class:`apibank_lib.runs.config.RunConfig`).
         out: a JSON Lines file to append the answers to and resume from; None keeps them in memory only.
         limit: only the first this many samples.
         progress: a progress bar (True), none (False), or a tqdm-like wrapper of an iterable.

@@ -39,18 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.models.base import Backend, Request
-
-from apibank_lib.prompting.modes import COMPLETION_PROMPT, PAPER_PROMPT
 from apibank_lib.core.calls import parse_calls
-from apibank_lib.core.errors import ApibankError, ConfigError, DataError
-from apibank_lib.data.formats.toolrl import FILES, ToolRLEntry, load_toolrl
+from apibank_lib.core.errors import ApibankError, DataError
 from apibank_lib.core.paths import runs_dir
-from apibank_lib.prompting.prompts import Prompt
 from apibank_lib.core.stats import TOO_FEW, bootstrap_mean, bounds
-from apibank_lib.runs.subsets import RANDOM, describe, take
-from apibank_lib.grading.toolrl import TOOLRL, accuracies, gold_answer, judge
 from apibank_lib.core.types import ApiRecord, Context, Param, ToolSchema, Turn, Utterance
+from apibank_lib.data.formats.toolrl import FILES, ToolRLEntry, load_toolrl
+from apibank_lib.grading.toolrl import TOOLRL, accuracies, gold_answer, judge
+from apibank_lib.models.base import Backend, Request
+from apibank_lib.prompting.modes import COMPLETION_PROMPT, PAPER_PROMPT
+from apibank_lib.prompting.prompts import Prompt
+from apibank_lib.runs.subsets import RANDOM, describe, take
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

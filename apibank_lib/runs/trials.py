@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any
 
-from apibank_lib.runs.folder import JudgmentRecord
+from apibank_lib.runs.records import JudgmentRecord
 
 __all__ = ["SampleTrials", "pass_hat", "pass_at", "sample_trials", "measures", "trial_groups", "trial_figures"]
 

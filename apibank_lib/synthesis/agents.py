@@ -41,10 +41,7 @@ from typing import Any
 import yaml
 
 from apibank_lib.core.errors import DataError
-
-# `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
-from apibank_lib.data.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
-from apibank_lib.prompting.prompts import Prompt
+from apibank_lib.core.types import ToolSchema
 from apibank_lib.data.check_train import (
     check_dialogue,
     check_schema,
@@ -53,7 +50,10 @@ from apibank_lib.data.check_train import (
     said_in,
     shared_inputs,
 )
-from apibank_lib.core.types import ToolSchema
+
+# `_schema` is the corpus reader's own API reader: model-written APIs are read exactly as a corpus file's are.
+from apibank_lib.data.formats.train_corpus import ABILITIES, SEARCHER, CorpusDialogue, _schema, parse_dialogue
+from apibank_lib.prompting.prompts import Prompt
 
 __all__ = [
     "STAGES",

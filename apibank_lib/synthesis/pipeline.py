@@ -42,12 +42,13 @@ from typing import Any, TypeVar
 
 import yaml
 
-from apibank_lib.models.base import Backend, Request
-
-from apibank_lib.prompting.modes import PAPER_PROMPT
-from apibank_lib.models.registry import load_backend
 from apibank_lib.core.errors import BackendError, ConfigError
+from apibank_lib.core.types import Context, ToolSchema
+from apibank_lib.data.check_train import check_corpus, evaluation_schemas, evaluation_texts, opening
 from apibank_lib.data.formats.train_corpus import SEARCHER, CorpusDialogue
+from apibank_lib.models.base import Backend, Request
+from apibank_lib.models.registry import load_backend
+from apibank_lib.prompting.modes import PAPER_PROMPT
 from apibank_lib.prompting.prompts import Prompt
 from apibank_lib.synthesis import schemas as stage_schemas
 from apibank_lib.synthesis.agents import (
@@ -60,8 +61,8 @@ from apibank_lib.synthesis.agents import (
     answer_text,
     apis_prompt,
     dialogue_mapping,
-    domain_taken,
     dialogue_prompt,
+    domain_taken,
     domains_prompt,
     judge,
     parse_apis,
@@ -72,8 +73,6 @@ from apibank_lib.synthesis.agents import (
     schema_entry,
     slugify,
 )
-from apibank_lib.data.check_train import check_corpus, evaluation_schemas, evaluation_texts, opening
-from apibank_lib.core.types import Context, ToolSchema
 
 __all__ = [
     "ABILITY_CYCLE",

@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from apibank_lib.data.formats.train_corpus import SEARCHER
 from apibank_lib.core.types import ToolSchema
+from apibank_lib.data.formats.train_corpus import SEARCHER
 
 __all__ = ["domains_schema", "apis_schema", "request_schema", "dialogue_schema", "example_schema", "JSON_TYPES"]
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from apibank_lib.core.types import ToolSchema
+from apibank_lib.data.check_train import opening
 from apibank_lib.data.formats.train_corpus import SEARCHER, CorpusDialogue
 from apibank_lib.prompting.prompts import Prompt
 from apibank_lib.synthesis import schemas as stage_schemas
 from apibank_lib.synthesis.agents import (
+    _DOMAIN,
     ABILITY_TEXT,
     API_LIMITS,
     API_RULES,
@@ -26,7 +29,6 @@ from apibank_lib.synthesis.agents import (
     LEAD,
     RequestDraft,
     SynthesisParseError,
-    _DOMAIN,
     _load,
     _prompt,
     extract_payload,
@@ -35,20 +37,18 @@ from apibank_lib.synthesis.agents import (
     read_apis,
     read_dialogue,
     render_apis,
-    slugify,
     shape_rules,
+    slugify,
 )
-from apibank_lib.data.check_train import opening
 from apibank_lib.synthesis.pipeline import (
     ABILITY_CYCLE,
-    SynthesisConfig,
-    SynthesisReport,
-    SynthesisDomain,
     RequestSlot,
+    SynthesisConfig,
+    SynthesisDomain,
+    SynthesisReport,
     finish_run,
     start_run,
 )
-from apibank_lib.core.types import ToolSchema
 
 __all__ = ["SINGLE_STAGES", "Example", "single_prompt", "parse_example", "run_single_agent"]
 

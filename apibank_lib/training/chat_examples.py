@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable
 
-from apibank_lib.prompting.modes import CHAT_PROMPT, PAPER_PROMPT, TEMPLATE_MODES
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Sample
 from apibank_lib.prompting.chat import build_chat
 from apibank_lib.prompting.chat_template import ChatTemplate, TemplateError
+from apibank_lib.prompting.modes import CHAT_PROMPT, PAPER_PROMPT, TEMPLATE_MODES
 from apibank_lib.prompting.prompts import build_prompt
 from apibank_lib.training.export import TrainingExample, answer_text, ordered_apis
-from apibank_lib.core.types import ApiCallSample, ApiRecord, Sample
 
 __all__ = [
     "TEMPLATE_MODES", "answer_message", "mode_of", "mode_renderer", "parse_modes", "template_example", "template_examples",

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from apibank_lib.core.shares import read_shares
-from apibank_lib.prompting.modes import TEMPLATE_MODES
-from apibank_lib.prompting.schemas import SchemaCatalog
+from apibank_lib.core.types import Sample, ToolSchema
 from apibank_lib.data.datasets import cut_level3_samples, cut_samples
 from apibank_lib.data.formats.train_corpus import ABILITY_LEVEL, SEARCHER, CorpusDialogue, to_dialogue, to_level3_item
+from apibank_lib.prompting.modes import TEMPLATE_MODES
 from apibank_lib.prompting.prompts import LEADS, build_prompt, target_text
-from apibank_lib.core.types import Sample, ToolSchema
+from apibank_lib.prompting.schemas import SchemaCatalog
 
 __all__ = ["API_ORDERS", "parse_api_order", "TrainingExample", "answer_text", "ordered_apis", "samples_of", "examples_from_samples", "examples_from_corpus", "write_examples", "read_examples", "fingerprint", "select", "mix", "group_of", "parse_shares", "examples_from_toolalpaca"]
 

@@ -31,7 +31,6 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import SFTTrainer
 
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.training.export import TrainingExample, fingerprint
 from apibank_lib.training.base import (
     TrainConfig,
     TrainResult,
@@ -42,6 +41,7 @@ from apibank_lib.training.base import (
     training_order,
     write_record,
 )
+from apibank_lib.training.export import TrainingExample, fingerprint
 
 __all__ = ["train_sft"]
 

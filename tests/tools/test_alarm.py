@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from apibank_lib.core.types import ApiCall
 from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools.alarm import AddAlarm, DeleteAlarm, ModifyAlarm, QueryAlarm
 from apibank_lib.env.tools.base import LEVEL12
 from apibank_lib.env.tools.registry import tool_classes, tools_defined_in
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 TOOLS = tools_defined_in("apibank_lib.env.tools.alarm")

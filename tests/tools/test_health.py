@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from apibank_lib.core.types import ApiCall
 from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools.health import EmergencyKnowledge, QueryHealthData, RecordHealthData, SymptomSearch
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "eval" / "init_database"

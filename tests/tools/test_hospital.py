@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from apibank_lib.core.types import ApiCall
 from apibank_lib.env.databases import load_databases
 from apibank_lib.env.sandbox import Sandbox
 from apibank_lib.env.tools.hospital import (
@@ -15,7 +16,6 @@ from apibank_lib.env.tools.hospital import (
     ModifyRegistration,
     QueryRegistration,
 )
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "eval" / "init_database"

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.core.errors import ParameterTypeError
-from apibank_lib.env.tools.hotel import BookHotel
 from apibank_lib.core.types import ApiCall
+from apibank_lib.env.databases import load_databases
+from apibank_lib.env.tools.hotel import BookHotel
 from tests.helpers import sandbox_for
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "eval" / "init_database"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.core.errors import DataError, InvalidParameterError, MissingParameterError
+from apibank_lib.core.types import ApiCall
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools.knowledge import (
     LANGUAGES,
     Dictionary,
@@ -24,7 +25,6 @@ from apibank_lib.env.tools.knowledge import (
     tokenize_document,
 )
 from apibank_lib.env.tools.registry import tools_defined_in
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 TOOLS = tools_defined_in("apibank_lib.env.tools.knowledge")

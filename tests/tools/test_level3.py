@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apibank_lib.core.types import ApiCall
 from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools import calculator as level1_calculator
 from apibank_lib.env.tools.base import LEVEL3, Tool
 from apibank_lib.env.tools.level3 import Calculator
 from apibank_lib.env.tools.registry import database_shapes, tool_classes
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 LEVEL3_TOOLS_WITHOUT_SEARCH = [cls for cls in tool_classes(LEVEL3) if cls.name != "ToolSearcher"]

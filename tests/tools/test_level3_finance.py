@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.core.errors import ParameterTypeError
+from apibank_lib.core.types import ApiCall
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools.level3.finance import GetOccupationSalary, TaxCalculator, salary_after_tax
 from apibank_lib.env.tools.registry import tools_defined_in
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 TOOLS = tools_defined_in("apibank_lib.env.tools.level3.finance")

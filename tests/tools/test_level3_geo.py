@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.core.errors import ParameterTypeError
+from apibank_lib.core.types import ApiCall
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools.level3.geo import (
     ClothingRecommendation,
     Geocoding,
@@ -18,7 +19,6 @@ from apibank_lib.env.tools.level3.geo import (
     recommend_clothing,
 )
 from apibank_lib.env.tools.registry import tools_defined_in
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 TOOLS = tools_defined_in("apibank_lib.env.tools.level3.geo")

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from apibank_lib.core.errors import DataError
+from apibank_lib.core.types import ApiCall, ApiRecord, Level3Item
 from apibank_lib.data.formats.harvest import harvest_level3_tables
 from apibank_lib.env.tools.base import LEVEL3
 from apibank_lib.env.tools.registry import tool_classes
-from apibank_lib.core.types import ApiCall, ApiRecord, Level3Item
 from tests.helpers import sandbox_for
 
 LEVEL3_TOOLS_WITHOUT_SEARCH = [cls for cls in tool_classes(LEVEL3) if cls.name != "ToolSearcher"]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from apibank_lib.core.types import ApiCall
 from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools.meeting import AddMeeting, DeleteMeeting, ModifyMeeting, QueryMeeting
 from apibank_lib.env.tools.registry import tools_defined_in
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 TOOLS = tools_defined_in("apibank_lib.env.tools.meeting")

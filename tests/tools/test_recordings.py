@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from apibank_lib.env.databases import validate_database
-from apibank_lib.data.formats.harvest import harvest_recordings
-from apibank_lib.env.tools.knowledge import Dictionary, Translate
 from apibank_lib.core.types import ApiRecord, Dialogue, Turn, Utterance
+from apibank_lib.data.formats.harvest import harvest_recordings
+from apibank_lib.env.databases import validate_database
+from apibank_lib.env.tools.knowledge import Dictionary, Translate
 from tests.helpers import sandbox_for
 
 

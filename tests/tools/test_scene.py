@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.core.errors import InvalidParameterError
+from apibank_lib.core.types import ApiCall
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.tools.base import CORRECTED, ORIGINAL
 from apibank_lib.env.tools.scene import AddScene, CancelTimedSwitch, DeleteScene, ModifyScene, QueryScene, TimedSwitch
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "eval" / "init_database"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from apibank_lib.env.sandbox import Sandbox
-from apibank_lib.retrieval.search import search_text
 from apibank_lib.env.tools.registry import toolset_for_level
 from apibank_lib.env.tools.searcher import retrieved_names
+from apibank_lib.retrieval.search import search_text
 
 
 @pytest.fixture(scope="module")

@@ -18,15 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apibank_lib.env.databases import load_databases
 from apibank_lib.core.errors import ToolError
+from apibank_lib.core.types import ApiCall, Param, ToolSchema
+from apibank_lib.env.databases import load_databases
 from apibank_lib.env.sandbox import Sandbox
 from apibank_lib.env.tools.base import LEVEL12, Tool
 from apibank_lib.env.tools.common import original_errors
 from apibank_lib.env.tools.conversion import ORIGINAL_CONVERSION, TYPED_CONVERSION, ArgumentConversion
 from apibank_lib.env.tools.registry import tools_defined_in, toolset
 from apibank_lib.env.tools.toolset import ToolSet
-from apibank_lib.core.types import ApiCall, Param, ToolSchema
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "eval"
 MODULES = (

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from apibank_lib.core.errors import InvalidParameterError
+from apibank_lib.core.types import ApiCall
 from apibank_lib.env.tools.registry import tools_defined_in
 from apibank_lib.env.tools.utility import GetToday, PlayMusic, SendEmail
-from apibank_lib.core.types import ApiCall
 from tests.helpers import sandbox_for
 
 TOOLS = tools_defined_in("apibank_lib.env.tools.utility")

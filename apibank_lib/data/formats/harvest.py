@@ -72,12 +72,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from apibank_lib.core.calls import parse_literal
-from apibank_lib.env.databases import validate_database
 from apibank_lib.core.errors import DataError, ParseError
+from apibank_lib.core.types import ApiRecord, Dialogue, Level3Item
+from apibank_lib.env.databases import validate_database
 from apibank_lib.env.tools.base import LEVEL3
 from apibank_lib.env.tools.knowledge import normalise_keyword, resolve_language
 from apibank_lib.env.tools.registry import tool_classes
-from apibank_lib.core.types import ApiRecord, Dialogue, Level3Item
 
 __all__ = ["harvest_recordings", "harvest_level3_tables"]
 

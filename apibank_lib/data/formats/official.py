@@ -28,9 +28,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.env.databases import load_json
 from apibank_lib.core.errors import DataError
 from apibank_lib.core.types import ApiRecord, Dialogue, Level3Item, Param, ToolSchema, Turn, Utterance
+from apibank_lib.env.databases import load_json
 
 __all__ = [
     "LEVEL_DIRS",

@@ -66,8 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from apibank_lib.env.databases import load_json
 from apibank_lib.core.errors import ConfigError, DataError
+from apibank_lib.core.types import ApiCallSample, ApiRecord, Dialogue, Param, ToolSchema, Turn, Utterance
 from apibank_lib.data.formats.official import turn_record
 from apibank_lib.data.formats.step_references import (
     NAME_RULE,
@@ -84,7 +84,7 @@ from apibank_lib.data.formats.step_references import (
     step_value,
     to_jsonable,
 )
-from apibank_lib.core.types import ApiCallSample, ApiRecord, Dialogue, Param, ToolSchema, Turn, Utterance
+from apibank_lib.env.databases import load_json
 
 __all__ = [
     "DOCUMENTATION_ACTIONS",

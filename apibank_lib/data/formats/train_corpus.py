@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from apibank_lib.core.calls import parse_calls
 from apibank_lib.core.errors import DataError, ParseError
-from apibank_lib.core.yamlfile import read_yaml
 from apibank_lib.core.paths import PROJECT_ROOT
 from apibank_lib.core.types import ApiCall, ApiRecord, Dialogue, Level3Item, Param, ToolSchema, Utterance
+from apibank_lib.core.yamlfile import read_yaml
 
 __all__ = [
     "corpus_schemas",

@@ -13,10 +13,10 @@ import string
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, Record
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.common import key_error, original_errors, same_envelope
-from apibank_lib.core.types import Param
 
 __all__ = ["CheckToken", "GetUserToken", "RegisterUser", "DeleteAccount", "ModifyPassword", "ForgotPassword"]
 

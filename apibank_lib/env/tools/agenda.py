@@ -26,10 +26,10 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, Record
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.common import jaccard, original_errors, require_same_api, strptime_check
-from apibank_lib.core.types import Param
 
 __all__ = ["AddAgenda", "DeleteAgenda", "ModifyAgenda", "QueryAgenda"]
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, Record
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.common import same_envelope, strptime_check
-from apibank_lib.core.types import Param
 
 __all__ = ["AddAlarm", "DeleteAlarm", "ModifyAlarm", "QueryAlarm"]
 

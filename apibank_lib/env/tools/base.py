@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from apibank_lib.core.errors import ApibankError, ConfigError, ToolError, ToolFailure
-from apibank_lib.env.shapes import Shape
 from apibank_lib.core.types import ApiResult, Param, ToolSchema
+from apibank_lib.env.shapes import Shape
 
 __all__ = ["Tool", "ToolEnv", "Checker", "checker_rule", "ORIGINAL", "CORRECTED", "LEVEL12", "LEVEL3"]
 

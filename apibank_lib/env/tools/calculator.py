@@ -15,8 +15,8 @@ import math
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
-from apibank_lib.env.tools.base import Tool
 from apibank_lib.core.types import Param
+from apibank_lib.env.tools.base import Tool
 
 __all__ = ["Calculator", "evaluate_formula"]
 

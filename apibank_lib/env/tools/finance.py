@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import NUM, STR, DictOf, Record
 from apibank_lib.env.tools.base import Tool, ToolEnv
 from apibank_lib.env.tools.common import D, original_errors, same_envelope, year_pad_normalise
-from apibank_lib.core.types import Param
 
 __all__ = ["QueryBalance", "OpenBankAccount", "QueryStock"]
 

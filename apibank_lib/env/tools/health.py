@@ -25,10 +25,10 @@ from datetime import datetime
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.env.tools.base import CORRECTED, Tool, checker_rule
 from apibank_lib.env.tools.common import DT, original_errors, strptime_check, year_pad_normalise
-from apibank_lib.core.types import Param
 
 __all__ = ["EmergencyKnowledge", "SymptomSearch", "QueryHealthData", "RecordHealthData"]
 

@@ -22,10 +22,10 @@ import random
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import ApiResult, Param
 from apibank_lib.env.shapes import STR, DictOf, Record
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.common import D, original_errors, year_pad_normalise
-from apibank_lib.core.types import ApiResult, Param
 
 __all__ = ["AppointmentRegistration", "CancelRegistration", "ModifyRegistration", "QueryRegistration"]
 

@@ -23,11 +23,11 @@ from datetime import datetime
 from typing import Any
 
 from apibank_lib.core.errors import DataError, ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.env.tools.base import CORRECTED, Tool, ToolEnv, checker_rule
 from apibank_lib.env.tools.common import D, original_errors, same_envelope
 from apibank_lib.env.tools.textsearch import BM25Okapi, word_tokenize
-from apibank_lib.core.types import Param
 
 __all__ = [
     "Dictionary",

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.env.tools.base import CORRECTED, Tool, checker_rule
 from apibank_lib.env.tools.common import (
@@ -39,7 +40,6 @@ from apibank_lib.env.tools.common import (
     similar_topic_same_rest,
     strptime_check,
 )
-from apibank_lib.core.types import Param
 
 __all__ = ["AddMeeting", "DeleteMeeting", "ModifyMeeting", "QueryMeeting"]
 

@@ -32,10 +32,10 @@ from collections.abc import Callable
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import ApiResult, Param
 from apibank_lib.env.shapes import BOOL, STR, DictOf, ListOf, Record
 from apibank_lib.env.tools.base import CORRECTED, Tool, checker_rule
 from apibank_lib.env.tools.common import DT, original_errors, year_pad_normalise
-from apibank_lib.core.types import ApiResult, Param
 
 __all__ = ["AddScene", "DeleteScene", "ModifyScene", "QueryScene", "TimedSwitch", "CancelTimedSwitch"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
-from apibank_lib.retrieval.search import search_text
-from apibank_lib.env.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
 from apibank_lib.core.types import Param, ToolSchema
+from apibank_lib.env.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
+from apibank_lib.retrieval.search import search_text
 
 __all__ = ["ToolSearcher", "Level3ToolSearcher", "retrieved_names"]
 

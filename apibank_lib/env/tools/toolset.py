@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 
 from apibank_lib.core.errors import UnknownToolError
-from apibank_lib.env.tools.base import Tool
 from apibank_lib.core.types import ToolSchema
+from apibank_lib.env.tools.base import Tool
 
 __all__ = ["ToolSet"]
 

@@ -11,9 +11,9 @@ import re
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.common import original_errors
-from apibank_lib.core.types import Param
 
 __all__ = ["GetToday", "SendEmail", "PlayMusic", "TODAY"]
 

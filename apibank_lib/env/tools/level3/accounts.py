@@ -13,10 +13,10 @@ import copy
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import ANY, STR, DictOf, ListOf, Record
 from apibank_lib.env.tools.base import LEVEL3, Tool
 from apibank_lib.env.tools.level3.checks import require_same_api, same_api_and_envelope
-from apibank_lib.core.types import Param
 
 __all__ = ["AccountInfo", "PersonalInfoUpdate"]
 

@@ -10,11 +10,11 @@ import math
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import NUM, DictOf
 from apibank_lib.env.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
 from apibank_lib.env.tools.common import original_errors
 from apibank_lib.env.tools.level3.checks import require_same_api, same_api_and_envelope
-from apibank_lib.core.types import Param
 
 __all__ = ["GetOccupationSalary", "TaxCalculator", "TAX_RATES", "salary_after_tax"]
 

@@ -25,11 +25,11 @@ import copy
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import NUM, STR, DictOf, ListOf, Record
 from apibank_lib.env.tools.base import LEVEL3, Tool
 from apibank_lib.env.tools.common import original_errors, same_envelope
 from apibank_lib.env.tools.level3.checks import require_same_api, same_api_and_envelope
-from apibank_lib.core.types import Param
 
 __all__ = ["Geocoding", "GetWeatherForCoordinates", "NearbyRestaurants", "ClothingRecommendation", "recommend_clothing"]
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, ListOf
 from apibank_lib.env.tools.base import LEVEL3, Tool
 from apibank_lib.env.tools.common import original_errors
 from apibank_lib.env.tools.level3.checks import same_api_and_envelope
-from apibank_lib.core.types import Param
 
 __all__ = ["UserMoviePreferences", "UserWatchedMovies", "MovieRecommendations"]
 

@@ -25,11 +25,11 @@ from datetime import datetime
 from typing import Any
 
 from apibank_lib.core.errors import ToolFailure
+from apibank_lib.core.types import Param
 from apibank_lib.env.shapes import STR, DictOf, ListOf, Record
 from apibank_lib.env.tools.base import CORRECTED, LEVEL3, Tool, checker_rule
 from apibank_lib.env.tools.common import DT, D, original_errors, strptime_check
 from apibank_lib.env.tools.level3.checks import require_same_api, same_api_and_envelope
-from apibank_lib.core.types import Param
 
 __all__ = ["FlightSearch", "HotelAvailability", "TravelStatus"]
 

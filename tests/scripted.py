@@ -6,10 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from apibank_lib.models.base import Backend, Completion, Request
-
-from apibank_lib.prompting.modes import PAPER_PROMPT
 from apibank_lib.core.errors import BackendError
+from apibank_lib.models.base import Backend, Completion, Request
+from apibank_lib.prompting.modes import PAPER_PROMPT
 
 __all__ = ["ScriptedBackend"]
 
