@@ -30,10 +30,11 @@ import pandas as pd
 from apibank_lib import load_benchmark
 from apibank_lib.report import analysis, plots, retrieval, workbench
 from apibank_lib.env.protocols import PAPER, V2
+from apibank_lib.retrieval.retrievers import RETRIEVERS as REGISTERED_RETRIEVERS
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
-RETRIEVERS = ["embedding", "embedding-norm", "bm25", "fields", "hybrid", "enriched"]
+RETRIEVERS = None  # every registered retriever (apibank_lib.retrieval.retrievers.RETRIEVERS), in its order; or a list of names
 MODELS = ["oracle", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m"]  # run on levels 2 and 3, teacher-forced
 LIMIT = 10  # samples per level, whole dialogues drawn at random; None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
@@ -45,6 +46,7 @@ RUNS_DIR = None
 
 # %%
 # NBVAL_CHECK_OUTPUT
+RETRIEVERS = list(REGISTERED_RETRIEVERS) if RETRIEVERS is None else list(RETRIEVERS)
 bench = load_benchmark(DATA)
 analysis.use_data(bench)  # tables in results/<data source>/, figures in figures/<data source>/
 queries = retrieval.retrieval_queries(bench)

@@ -168,3 +168,23 @@ def test_the_package_shows_its_stages() -> None:
     config = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
     for stage in STAGES:
         assert re.search(rf"apibank_lib\.{stage}\b", config), f"stage {stage} is in no contract"
+
+
+def test_the_model_help_names_every_backend_and_named_model() -> None:
+    """`--model`'s help is built from the registries: a new backend or shipped adapter needs no edit of the CLI."""
+    from apibank_lib.cli.commands import build_parser
+    from apibank_lib.models.registry import model_help, named_models
+
+    text = model_help()
+    assert all(kind in text for kind in BACKENDS)
+    assert all(name in text for names in named_models().values() for name in names)
+    run = next(a for a in build_parser()._subparsers._group_actions[0].choices["run"]._actions if "--model" in a.option_strings)
+    assert run.help == text
+
+
+def test_notebook_07_takes_its_retrievers_from_the_registry() -> None:
+    source = (PACKAGE.parent / "notebooks" / "07_retrieval.py").read_text(encoding="utf-8")
+    assert "RETRIEVERS = None" in source and "REGISTERED_RETRIEVERS" in source
+    from apibank_lib.retrieval.retrievers import RETRIEVERS
+
+    assert not any(f'"{name}"' in source.split("# %% tags=[\"parameters\"]")[1].split("# %%")[0] for name in RETRIEVERS)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apibank_lib.core.errors import ApibankError, BackendError, ConfigError
+from apibank_lib.models.registry import model_help
 
 if TYPE_CHECKING:
     from apibank_lib.runs.records import Metrics
@@ -882,7 +883,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         required=True,
-        help="llamacpp:gemma-3-270m, openai:<model>@<base_url>, hf:<path>, oracle, no-call, heuristic",
+        help=model_help(),
     )
     p.add_argument(
         "--level", type=int, choices=[1, 2, 3], action="append", help="repeat for several levels (default: all)"
@@ -1080,7 +1081,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check_train)
 
     p = sub.add_parser("synthesize", help="the five-agent pipeline: a model writes domains, APIs, requests and dialogues; the tester judges them")
-    p.add_argument("--model", required=True, help="openai:<model>@<base_url>, llamacpp:gemma-3-270m, hf:<path>")
+    p.add_argument("--model", required=True, help=model_help())
     p.add_argument("--out", required=True, help="output folder: per-stage journals (resumable) and corpus/<domain>.yaml")
     p.add_argument("--domains", type=int, default=10, help="how many domains to use")
     p.add_argument(

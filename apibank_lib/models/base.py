@@ -115,6 +115,7 @@ class Backend:
         answer_options: constructor options that change answers (each kept as an
             attribute of the same name); they form the backend's part of a run's
             identity. Other options (server address, timeouts, retries, threads) do not.
+        target_help: what follows ``<kind>:`` in a model spec, for the command line's help (empty: nothing does).
         default_target: the target used when a spec has none (``llamacpp`` ->
             ``gemma-3-270m``); None when a target is required or not accepted.
 
@@ -129,6 +130,7 @@ class Backend:
     constrains_json: ClassVar[bool] = False
     answer_options: ClassVar[tuple[str, ...]] = ()
     default_target: ClassVar[str | None] = None
+    target_help: ClassVar[str] = ""
     name: str
 
     @classmethod

@@ -141,6 +141,7 @@ class LlamaCppBackend(Backend):
     constrains_json = True  # a JSON Schema becomes a llama.cpp grammar
     answer_options = ("model", "n_ctx", "adapter")
     default_target = "gemma-3-270m"
+    target_help = "<embedded model, shipped adapter, file.gguf or base+adapter folder>"
     supported_prompt_modes = ("completion", "chat", PAPER_PROMPT)
 
     @classmethod

@@ -70,6 +70,7 @@ class OpenAIBackend(Backend):
     """
 
     kind = "openai"
+    target_help = "<model>@<base_url>"
     concurrent = True
     constrains_json = True  # sent as response_format (json_schema)
     answer_options = ("model", "temperature", "tool_choice")

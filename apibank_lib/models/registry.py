@@ -18,7 +18,7 @@ from typing import Any, Union
 from apibank_lib.core.errors import ConfigError, did_you_mean
 from apibank_lib.models.base import Backend
 
-__all__ = ["BACKENDS", "BACKEND_KINDS", "backend_class", "load_backend", "check_options"]
+__all__ = ["BACKENDS", "BACKEND_KINDS", "backend_class", "load_backend", "check_options", "model_help", "named_models"]
 
 BACKENDS: dict[str, str] = {
     "llamacpp": "apibank_lib.models.llamacpp:LlamaCppBackend",
@@ -132,3 +132,23 @@ def load_backend(spec: str, **options: Any) -> Backend:
     if clash:
         raise ConfigError(f"{', '.join(clash)} is given by the model spec {spec!r}; do not repeat it as an option")
     return cls(**from_target, **given)
+
+
+def named_models() -> dict[str, list[str]]:
+    """The models a ``llamacpp:`` spec can name without a path: the embedded ones (from their packages) and the
+    shipped adapters (:data:`apibank_lib.models.catalog.SHIPPED`), each sorted."""
+    from apibank_lib.models.catalog import SHIPPED
+    from apibank_lib.models.packaged import PACKAGED_MODELS
+
+    return {"embedded": sorted({"gemma-3-270m", *PACKAGED_MODELS}), "shipped adapters": sorted(SHIPPED)}
+
+
+def model_help() -> str:
+    """The ``--model`` help, built from :data:`BACKENDS` and the named models, so that it names every backend and
+    model there is (a new backend's ``target_help`` or a new shipped adapter appears in it without another edit)."""
+    kinds = []
+    for kind in BACKENDS:
+        cls = backend_class(kind)
+        kinds.append(f"{kind}:{cls.target_help}" if cls.target_help else kind)
+    named = "; ".join(f"{what}: {', '.join(names)}" for what, names in named_models().items())
+    return f"{', '.join(kinds)} ({named})"

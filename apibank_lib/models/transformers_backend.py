@@ -101,6 +101,7 @@ class TransformersBackend(Backend):
     concurrent = False
     answer_options = ("model", "adapter")
     default_target = "gemma-3-270m"
+    target_help = "<model folder, file.gguf or embedded model>"
     supported_prompt_modes = ("completion", CHAT_PROMPT, PAPER_PROMPT)
 
     @classmethod
