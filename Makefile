@@ -40,8 +40,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job on the bundled data: validation and the gold replay under both protocols, then every
-# numbered notebook executed with papermill (statistics, sandbox demo, model runs, scores, errors),
-# writing tables to results/bundled/ and figures to figures/bundled/. REPRODUCE_ARGS=--full runs every sample of every model.
+# numbered notebook executed with papermill (statistics, sandbox demo, model runs, scores, errors), writing tables
+# to out/results/bundled/ and figures to out/figures/bundled/ (ignored by git: the clone stays clean) and saying how
+# they compare with the committed ones. REPRODUCE_ARGS="--profile standard --committed" refreshes the committed results.
 REPRODUCE_ARGS ?=
 
 reproduce: setup

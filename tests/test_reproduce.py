@@ -99,6 +99,44 @@ def test_params_replace_the_profiles_in_the_notebooks_that_declare_them(tmp_path
     assert printed == ["None 7", "'absent' 7"]
 
 
+def test_the_main_job_writes_into_its_own_folder_and_compares_with_the_committed_tables(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default the tables go to out/ (here $APIBANK_OUT), never over the committed results, and the summary says
+    which committed tables they match; --committed writes where the committed ones are."""
+    import nbformat
+
+    from apibank_lib.core.paths import PROJECT_ROOT
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    committed = sorted(p.name for p in (PROJECT_ROOT / "results" / "bundled").glob("*.csv"))
+    assert committed
+    same, changed = committed[0], committed[1]
+    nb.cells = [
+        nbformat.v4.new_code_cell("N_BOOT = 5"),
+        nbformat.v4.new_code_cell(
+            "import shutil\n"
+            "from apibank_lib.core.paths import PROJECT_ROOT, results_dir\n"
+            "results_dir().mkdir(parents=True, exist_ok=True)\n"
+            f"shutil.copy(PROJECT_ROOT / 'results' / 'bundled' / {same!r}, results_dir() / {same!r})\n"
+            f"(results_dir() / {changed!r}).write_text('changed\\n')\n"
+            "(results_dir() / 'brand_new.csv').write_text('new\\n')\n"
+            "print(results_dir())"
+        ),
+    ]
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nbformat.write(nb, tmp_path / "01_a.ipynb")
+    monkeypatch.setenv("APIBANK_OUT", str(tmp_path / "mine"))
+    monkeypatch.delenv("APIBANK_RESULTS", raising=False)
+    monkeypatch.delenv("APIBANK_FIGURES", raising=False)
+    before = (PROJECT_ROOT / "results" / "bundled" / changed).read_bytes()
+    done = reproduce.reproduce(notebooks_dir=tmp_path, models=["oracle"])
+    assert done.results == tmp_path / "mine" / "results" / "bundled"
+    assert nbformat.read(done.executed[0], as_version=4).cells[-1].outputs[0]["text"].strip() == str(done.results)
+    assert done.against_committed == {"same": [same], "different": [changed], "not committed": ["brand_new.csv"]}
+    assert (PROJECT_ROOT / "results" / "bundled" / changed).read_bytes() == before
+    assert "APIBANK_RESULTS" not in __import__("os").environ  # the environment is restored
+
+
 # --- a profile's run folders: each teacher-forced sample answered once per model ---------------------------
 
 SETTINGS_NAMES = ("settings",)

@@ -768,6 +768,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         models=args.models,
         only=args.only or (),
         params=dict(parse_param(p) for p in args.param or ()),
+        committed=args.committed,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
     )
     summary = {
@@ -775,6 +776,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         "seconds": done.seconds,
         "tables": str(done.results),
         "figures": str(done.figures),
+        "against_committed": done.against_committed,
     }
     if args.json:
         _print_json(summary)
@@ -782,6 +784,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(f"{len(done.executed)} notebooks executed in {sum(done.seconds.values()):.0f} s; executed copies in {done.executed[0].parent}")
     print(f"tables (CSV and Markdown): {done.results}")
     print(f"figures (PNG):             {done.figures}")
+    if done.against_committed:
+        same, different, new = (done.against_committed[k] for k in ("same", "different", "not committed"))
+        print(
+            f"against the committed tables: {len(same)} the same, {len(different)} different, {len(new)} not committed"
+            + (f" (different: {', '.join(different)})" if different else "")
+        )
+        print("(a quick profile's model rows rest on fewer samples than the committed standard profile's)")
     main_table = done.results / "main_table_compact.md"
     if main_table.is_file():
         print("\nThe main table (measured here and reported by the paper):\n")
@@ -1030,6 +1039,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--param", action="append", metavar="NAME=VALUE",
         help="a notebook parameter over the profile's, for every notebook that declares it (repeatable; e.g. CALL_LIMIT=None)",
+    )
+    p.add_argument(
+        "--committed",
+        action="store_true",
+        help="write the tables and figures over the committed ones (results/, figures/) instead of out/ (ignored by git)",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reproduce)

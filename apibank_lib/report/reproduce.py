@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.core.paths import NOTEBOOKS_DIR, figures_dir, results_dir, results_root, runs_dir
+from apibank_lib.core.paths import NOTEBOOKS_DIR, PROJECT_ROOT, figures_dir, results_dir, results_root, runs_dir
 from apibank_lib.data.datasets import data_source
 
 __all__ = [
-    "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "QUICK_MODELS", "Reproduction", "notebooks", "parse_param", "reproduce",
+    "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "QUICK_MODELS", "Reproduction", "compare_tables", "notebooks", "output_root", "parse_param", "reproduce",
 ]
 
 INSTRUCT_MODELS = (
@@ -110,6 +110,23 @@ class Reproduction:
     results: Path = field(default_factory=results_dir)
     figures: Path = field(default_factory=figures_dir)
     seconds: dict[str, float] = field(default_factory=dict)
+    against_committed: dict[str, list[str]] = field(default_factory=dict)
+
+
+def compare_tables(written: Path, committed: Path) -> dict[str, list[str]]:
+    """The CSV tables of ``written`` against those of the same name in ``committed``: ``same`` (byte for byte),
+    ``different`` and ``not committed`` (names, sorted); empty when ``written`` is ``committed``.
+
+    A quick run's tables differ from the committed standard-profile ones wherever a model answered fewer samples;
+    the reference rows and the data tables should not."""
+    if written.resolve() == committed.resolve() or not written.is_dir():
+        return {}
+    out: dict[str, list[str]] = {"same": [], "different": [], "not committed": []}
+    for table in sorted(written.glob("*.csv")):
+        mine = committed / table.name
+        key = "not committed" if not mine.is_file() else "same" if mine.read_bytes() == table.read_bytes() else "different"
+        out[key].append(table.name)
+    return out
 
 
 def notebooks(directory: str | Path | None = None) -> list[Path]:
@@ -182,6 +199,7 @@ def reproduce(
     params: dict[str, Any] | None = None,
     notebooks_dir: str | Path | None = None,
     output_dir: str | Path | None = None,
+    committed: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Reproduction:
     """Execute the numbered notebooks in order with papermill.
@@ -196,13 +214,16 @@ def reproduce(
         params: parameters that replace the profile's (or add to them), given to each notebook that declares them
             (e.g. ``{"CALL_LIMIT": None}``: notebooks 04 and 05 on every level-1 API-call sample, the rest quick).
         notebooks_dir: where the notebooks are (default: the project's).
-        output_dir: where the executed copies go (default: ``<results>/notebooks``).
+        output_dir: where the executed copies go (default: ``notebooks/`` beside the tables' root).
+        committed: write the tables and figures over the committed ones (``results/``, ``figures/``: what a
+            maintainer does to refresh them with the standard profile); by default they go to ``out/results/`` and
+            ``out/figures/`` (ignored by git, or ``$APIBANK_OUT``), so the clone stays clean, and
+            :attr:`Reproduction.against_committed` says how they compare with the committed ones.
         progress: called with a line of text before and after each notebook.
 
     Raises:
         ConfigError: an unknown profile, or no notebook matched ``only``.
     """
-    import papermill
 
     if profile not in PROFILES:
         raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
@@ -216,11 +237,41 @@ def reproduce(
     chosen = [p for p in notebooks(notebooks_dir) if not only or any(p.name.startswith(o) for o in only)]
     if not chosen:
         raise ConfigError(f"no numbered notebook matches {list(only)}")
+    saved = {var: os.environ.get(var) for var in ("APIBANK_RESULTS", "APIBANK_FIGURES", "APIBANK_RUNS")}
+    if not committed:  # the kernels inherit this process's environment; a folder the user named stays theirs
+        os.environ.setdefault("APIBANK_RESULTS", str(output_root() / "results"))
+        os.environ.setdefault("APIBANK_FIGURES", str(output_root() / "figures"))
+    os.environ.setdefault("APIBANK_RUNS", str(runs_dir()))  # the kernels run in notebooks/: one runs folder for all
+    try:
+        done = _execute(chosen, given_params, data, output_dir, progress)
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+    if not committed:
+        done.against_committed = compare_tables(done.results, PROJECT_ROOT / "results" / data_source(data))
+    return done
+
+
+def output_root() -> Path:
+    """Where ``apibank reproduce`` writes unless told to refresh the committed results: ``$APIBANK_OUT``, else
+    ``out/`` in the project (ignored by git)."""
+    return Path(os.environ.get("APIBANK_OUT") or PROJECT_ROOT / "out")
+
+
+def _execute(
+    chosen: Sequence[Path], given_params: dict[str, Any], data: str | None, output_dir: str | Path | None,
+    progress: Callable[[str], None] | None,
+) -> Reproduction:
+    """Execute the notebooks in order into the folders the environment names."""
+    import papermill
+
     out = Path(output_dir) if output_dir is not None else results_root() / "notebooks"
     out.mkdir(parents=True, exist_ok=True)
     source = data_source(data)
     done = Reproduction(results=results_dir(source), figures=figures_dir(source))
-    os.environ.setdefault("APIBANK_RUNS", str(runs_dir()))  # the kernels run in notebooks/: one runs folder for all
     for i, path in enumerate(chosen, start=1):
         if progress is not None:
             progress(f"[{i}/{len(chosen)}] {path.name} ...")
