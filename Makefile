@@ -14,11 +14,12 @@ setup: $(STAMP)
 # virtual machines advertise AMX tiles that their kernel does not enable, and a native build then dies with
 # SIGILL at the first matrix product. The wheel is built once per feature set into a cache outside the clone
 # (WHEEL_CACHE), so that a fresh clone on the same machine does not compile it again (pip's own cache would hand
-# back a native build).
+# back a native build). The multimodal library (llava/mtmd) is left out: nothing here reads images, and it is a
+# good part of the compile time.
 LLAMA_VERSION := 0.3.36
 CPU_FLAGS     := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
 has            = $(filter $(1),$(CPU_FLAGS))
-LLAMA_CMAKE   := -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+LLAMA_CMAKE   := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
 	$(if $(call has,avx2),-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON) \
 	$(if $(call has,avx_vnni),-DGGML_AVX_VNNI=ON) \
 	$(if $(call has,avx512f),-DGGML_AVX512=ON) \

@@ -18,10 +18,11 @@ def test_every_limited_model_is_a_default_model() -> None:
         assert set(profile.get("MODELS", DEFAULT_MODELS)) <= set(DEFAULT_MODELS)
 
 
-@pytest.mark.parametrize("name", ["quick", "standard"])
-def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level(name: str) -> None:
-    # The bar: an interval over at least 60 API-call samples at each level, in the profile's draw (whole
-    # dialogues at random, seed SUBSET_SEED: a limit on samples of both kinds holds however many calls they have).
+@pytest.mark.parametrize(("name", "bar"), [("quick", 30), ("standard", 60)])
+def test_each_profile_gives_the_small_instruct_model_enough_api_samples_per_level(name: str, bar: int) -> None:
+    # The committed standard profile: an interval over at least 60 API-call samples at each level; the quick one,
+    # sized for `make reproduce` within 15 minutes, at least 30. In the profile's draw (whole dialogues at random,
+    # seed SUBSET_SEED: a limit on samples of both kinds holds however many calls they have).
     from apibank_lib.report import workbench
     from apibank_lib.runs.config import plan
 
@@ -37,7 +38,7 @@ def test_each_profile_gives_the_small_instruct_model_sixty_api_samples_per_level
     assert all(c.draw == "random" and c.subset_seed == profile["SUBSET_SEED"] for c in configs)
     items = {item.key: item for config in configs for item in plan(bench, config)}.values()
     for level in (1, 2, 3):
-        assert sum(item.level == level and item.kind == "api" for item in items) >= 60, level
+        assert sum(item.level == level and item.kind == "api" for item in items) >= bar, level
 
 
 def test_the_profiles_share_the_commands_step_limit() -> None:
