@@ -1,4 +1,4 @@
-"""Fine-tuning throughput and peak memory: the TRL engine against the first hand-written loop, measured in one run.
+"""Fine-tuning throughput and peak memory: the TRL engine against our first training loop (`--engine loop`), measured in one run.
 
 Usage: .venv/bin/python benchmarks/training_speed.py [--model M] [--steps N] [--accumulate N] [--threads N]
        [--modes chat=0.7,paper=0.3] [--full]

@@ -23,6 +23,11 @@ from apibank_lib.env.tools.account import CheckToken
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.toolset import ToolSet
 
+TOOL_COUNTS = {"level-1-2": 53, "level-3": 22, "names": 71}
+"""The one place the tests pin how many tools there are: tool classes per tool set, and distinct API names (four
+names exist in both tool sets). Adding a tool changes these numbers and nothing else in the tests; the docs' "75 tool
+classes" is checked against the registry (tests/test_docs.py)."""
+
 
 def sandbox_for(*tools: type[Tool], dbs: dict[str, Any] | None = None, conversion: str = "v2", searcher: Any = None) -> Sandbox:
     """A sandbox over just ``tools`` (plus CheckToken, which token tools need).

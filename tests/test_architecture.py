@@ -10,6 +10,7 @@ from apibank_lib.env.protocols import PROTOCOLS
 from apibank_lib.env.tools.base import LEVEL3, LEVEL12, Tool
 from apibank_lib.env.tools.registry import TOOL_MODULES, tool_classes, tools_defined_in
 from apibank_lib.models.registry import BACKENDS, backend_class
+from tests.helpers import TOOL_COUNTS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "apibank_lib"
 
@@ -94,8 +95,8 @@ def test_checker_rules_carry_no_protocol_names() -> None:
 def test_every_tool_comes_from_one_registration_path() -> None:
     listed = {cls for module in TOOL_MODULES for cls in tools_defined_in(module)}
     assert listed == set(tool_classes(LEVEL12)) | set(tool_classes(LEVEL3))
-    assert (len(tool_classes(LEVEL12)), len(tool_classes(LEVEL3))) == (53, 22)
-    assert len({cls.name for cls in listed}) == 71  # four names exist in both tool sets
+    assert (len(tool_classes(LEVEL12)), len(tool_classes(LEVEL3))) == (TOOL_COUNTS["level-1-2"], TOOL_COUNTS["level-3"])
+    assert len({cls.name for cls in listed}) == TOOL_COUNTS["names"]  # four names exist in both tool sets
     assert all(cls.domain for cls in listed), [cls.name for cls in listed if not cls.domain]
     # every Tool subclass the package defines is registered, except the abstract bases
     defined = {cls for cls in _all_subclasses(Tool) if cls.__module__.startswith("apibank_lib.")}

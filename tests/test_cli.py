@@ -18,7 +18,7 @@ from apibank_lib.cli.commands import main
 from apibank_lib.core.paths import PROJECT_ROOT
 from apibank_lib.data.datasets import Benchmark
 from tests.conftest import OFFICIAL_FIXTURE
-from tests.helpers import CHAT_REPLY, JsonHandler, serve
+from tests.helpers import CHAT_REPLY, TOOL_COUNTS, JsonHandler, serve
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -97,12 +97,12 @@ def test_an_over_long_query_is_searched_with_a_note(capsys: pytest.CaptureFixtur
 def test_apis_lists_a_levels_apis_with_parameters(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["apis", "--level", "3", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert len(listed["apis"]) == 22 and listed["toolset"] == "level-3"
+    assert len(listed["apis"]) == TOOL_COUNTS["level-3"] and listed["toolset"] == "level-3"
     geo = next(a for a in listed["apis"] if a["name"] == "Geocoding")
     assert geo["input_parameters"]["address"]["type"] == "str" and geo["domain"]
     assert main(["apis"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("53 APIs of the level-1-2 tool set") and "AddAlarm" in out and "token: str, time: str" in out
+    assert out.startswith(f"{TOOL_COUNTS['level-1-2']} APIs of the level-1-2 tool set") and "AddAlarm" in out and "token: str, time: str" in out
 
 
 def test_stats_names_the_release_it_counts(capsys: pytest.CaptureFixture[str]) -> None:

@@ -49,3 +49,17 @@ def test_relative_links_point_at_files_that_exist(doc: Path) -> None:
         if "://" in target or target.startswith("mailto:"):
             continue
         assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)} links to {target}, which does not exist"
+
+
+def test_the_tool_count_the_docs_write_is_the_registrys() -> None:
+    """"75 tool classes" is written in several docs; the registry is where it is counted (a new tool changes it)."""
+    from apibank_lib.env.tools.base import LEVEL3, LEVEL12
+    from apibank_lib.env.tools.registry import tool_classes
+
+    count = len(tool_classes(LEVEL12)) + len(tool_classes(LEVEL3))
+    written = [
+        (doc.relative_to(ROOT), int(n))
+        for doc in DOCS
+        for n in re.findall(r"\bthe (\d+) tool(?:s| classes)\b", doc.read_text(encoding="utf-8"))
+    ]
+    assert written and all(n == count for _, n in written), (count, written)
