@@ -225,17 +225,17 @@ def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(be
     out = tmp_path / "old"
     run(RunConfig("oracle", levels=(1,), limit=2, out=str(out)), bench=bench, progress=False)
     raw = json.loads((out / "config.json").read_text())
-    del raw["plans"]
+    del raw["plans"], raw["format_version"]  # as written before plans were kept (run layout 1)
     (out / "config.json").write_text(json.dumps(raw))
     info = RunFolder(out).read_info()
     one = {"levels": [1], "limit": 2, "tasks": ["api", "response"], "level3": "steps"}
-    assert info.plans == [] and info.all_plans() == [one | {"draw": "random", "subset_seed": 0}]
+    assert info.plans == info.all_plans() == [one | {"draw": "random", "subset_seed": 0}]  # filled in when read
     # Such a folder was written when a limit took the first samples, and its config names no draw: it reads as
     # first-N, so it is complete and resumes without asking anything again (draw="first": what it then answered).
     older = tmp_path / "older"
     run(RunConfig("oracle", levels=(1,), limit=2, draw="first", out=str(older)), bench=bench, progress=False)
     raw = json.loads((older / "config.json").read_text())
-    del raw["plans"], raw["config"]["draw"], raw["config"]["subset_seed"]
+    del raw["plans"], raw["format_version"], raw["config"]["draw"], raw["config"]["subset_seed"]
     (older / "config.json").write_text(json.dumps(raw))
     assert RunFolder(older).read_info().all_plans() == [one | {"draw": "first"}]
     first = [s.key for s in bench.samples(1)[:2]]
@@ -284,6 +284,7 @@ def _as_older_layout(made: RunFolder, digest: str) -> Path:
     step limit (and the retriever), the episodes are with the rest, and the name's hash is another."""
     raw = json.loads(made.config_path.read_text())
     episodes = raw.pop("episodes", None)
+    raw.pop("format_version", None)  # that layout had none (apibank_lib.runs.legacy)
     raw["identity"] |= {"max_steps": raw["config"]["max_steps"], "retriever": "enriched"}
     made.config_path.write_text(json.dumps(raw))
     if episodes:
