@@ -7,7 +7,8 @@ environment (``$APIBANK_CACHE``) or the user's home.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "results_dir",
     "results_root",
     "runs_dir",
+    "restored_environment",
     "save_atomically",
     "use_source",
 ]
@@ -94,3 +96,18 @@ def save_atomically(path: Path, write: Callable[[Path], object]) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+@contextmanager
+def restored_environment(*names: str) -> Iterator[None]:
+    """Inside the block, set ``os.environ[name]`` for any of ``names`` as needed (notebook kernels inherit this
+    process's environment); afterwards each is what it was before, or unset again."""
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

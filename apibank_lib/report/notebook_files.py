@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apibank_lib.core.paths import NOTEBOOKS_DIR, PROJECT_ROOT
+from apibank_lib.core.paths import NOTEBOOKS_DIR, PROJECT_ROOT, restored_environment
 
 __all__ = ["CHECK", "NOTEBOOKS_DIR", "Mismatch", "normalise", "out_of_sync", "pairs", "refresh"]
 
@@ -104,28 +104,21 @@ def refresh(names: Sequence[str] = (), directory: str | Path | None = None, *, t
 
     chosen = [(nb, py) for nb, py in pairs(directory) if py.is_file() and (not names or nb.name.startswith(tuple(names)))]
     written = []
-    saved = {var: os.environ.get(var) for var in ("APIBANK_RUNS", "APIBANK_RESULTS", "APIBANK_FIGURES")}
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            for var in saved:
-                os.environ[var] = str(Path(tmp) / var.lower())  # the kernel inherits this process's environment
-            for nb_path, py_path in chosen:
-                nb = jupytext.read(py_path)
-                NotebookClient(nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(nb_path.parent)}}).execute()
-                for cell in nb.cells:
-                    if cell.cell_type == "code" and not cell.source.startswith(CHECK):
-                        cell.outputs = []
-                        cell.execution_count = None  # nbval runs every cell; only checked ones keep what they showed
-                normalise(nb)
-                jupytext.write(nb, nb_path)
-                jupytext.write(nb, py_path, fmt="py:percent")
-                written.append(nb_path)
-        finally:
-            for var, value in saved.items():
-                if value is None:
-                    os.environ.pop(var, None)
-                else:
-                    os.environ[var] = value
+    folders = ("APIBANK_RUNS", "APIBANK_RESULTS", "APIBANK_FIGURES")
+    with tempfile.TemporaryDirectory() as tmp, restored_environment(*folders):
+        for var in folders:
+            os.environ[var] = str(Path(tmp) / var.lower())  # the kernel inherits this process's environment
+        for nb_path, py_path in chosen:
+            nb = jupytext.read(py_path)
+            NotebookClient(nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(nb_path.parent)}}).execute()
+            for cell in nb.cells:
+                if cell.cell_type == "code" and not cell.source.startswith(CHECK):
+                    cell.outputs = []
+                    cell.execution_count = None  # nbval runs every cell; only checked ones keep what they showed
+            normalise(nb)
+            jupytext.write(nb, nb_path)
+            jupytext.write(nb, py_path, fmt="py:percent")
+            written.append(nb_path)
     return written
 
 

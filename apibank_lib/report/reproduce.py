@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.core.paths import NOTEBOOKS_DIR, PROJECT_ROOT, figures_dir, results_dir, results_root, runs_dir
+from apibank_lib.core.paths import (
+    NOTEBOOKS_DIR,
+    PROJECT_ROOT,
+    figures_dir,
+    restored_environment,
+    results_dir,
+    results_root,
+    runs_dir,
+)
 from apibank_lib.data.datasets import data_source
 
 __all__ = [
@@ -237,19 +245,12 @@ def reproduce(
     chosen = [p for p in notebooks(notebooks_dir) if not only or any(p.name.startswith(o) for o in only)]
     if not chosen:
         raise ConfigError(f"no numbered notebook matches {list(only)}")
-    saved = {var: os.environ.get(var) for var in ("APIBANK_RESULTS", "APIBANK_FIGURES", "APIBANK_RUNS")}
-    if not committed:  # the kernels inherit this process's environment; a folder the user named stays theirs
-        os.environ.setdefault("APIBANK_RESULTS", str(output_root() / "results"))
-        os.environ.setdefault("APIBANK_FIGURES", str(output_root() / "figures"))
-    os.environ.setdefault("APIBANK_RUNS", str(runs_dir()))  # the kernels run in notebooks/: one runs folder for all
-    try:
+    with restored_environment("APIBANK_RESULTS", "APIBANK_FIGURES", "APIBANK_RUNS"):
+        if not committed:  # the kernels inherit this process's environment; a folder the user named stays theirs
+            os.environ.setdefault("APIBANK_RESULTS", str(output_root() / "results"))
+            os.environ.setdefault("APIBANK_FIGURES", str(output_root() / "figures"))
+        os.environ.setdefault("APIBANK_RUNS", str(runs_dir()))  # the kernels run in notebooks/: one runs folder for all
         done = _execute(chosen, given_params, data, output_dir, progress)
-    finally:
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
     if not committed:
         done.against_committed = compare_tables(done.results, PROJECT_ROOT / "results" / data_source(data))
     return done
