@@ -48,21 +48,23 @@ QUICK_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:qwen2.5-coder-0.5b")
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
-        # `make reproduce` from a fresh clone within 15 minutes on 2 cores, set-up included: the reference backends
-        # on every sample (they cost nothing), the 0.5B instruct model on 30 API-call samples of each level (about
-        # 3 s each; intervals over about 15 dialogues), 3 replies per level and 2 agent episodes. Notebook 05 trains
-        # nothing and answers 5 level-1 API-call samples per adapter. The committed rows come from `standard`. Every
-        # limit draws whole dialogues at random (seed SUBSET_SEED, stratified by first API; apibank_lib.runs.subsets),
-        # the same for every model, never the first samples of the files.
+        # `make reproduce` from a fresh clone in about 15 minutes on 2 cores, set-up included (it checks that
+        # everything runs end to end; the committed figures come from `standard`): the reference backends on every
+        # sample (they cost nothing), the 0.5B instruct model on 15 API-call samples of each level (about 4 s each;
+        # its intervals are blank where they rest on fewer than 10 dialogues), 2 replies per level and 1 agent
+        # episode; notebooks 05 and 06 answer 3 and 1 samples per adapter. Every limit draws whole dialogues at
+        # random (seed SUBSET_SEED, stratified by first API; apibank_lib.runs.subsets), the same for every model,
+        # never the first samples of the files.
         "MODELS": list(QUICK_MODELS),
         "LIMIT": None,
-        "KIND_LIMITS": {"response": 3, "episodes": 2},
-        "MODEL_LIMITS": {"llamacpp:qwen2.5-coder-0.5b": 30},
+        "KIND_LIMITS": {"response": 2, "episodes": 1},
+        "MODEL_LIMITS": {"llamacpp:qwen2.5-coder-0.5b": 15},
         "MAX_STEPS": 12,
         "N_BOOT": 2000,
-        "CALL_LIMIT": 5,
-        "REPLY_LIMIT": 2,
-        "TRIALS_LIMIT": 4,  # 4 trials of the 0.5B at temperature 0.7 on 4 level-1 API-call samples
+        "CALL_LIMIT": 3,
+        "REPLY_LIMIT": 1,
+        "WORTH_LIMIT": 1,
+        "TRIALS_LIMIT": 2,  # 4 trials of the 0.5B at temperature 0.7 on 2 level-1 API-call samples
         "SUBSET_SEED": 0,
     },
     "standard": {
