@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from apibank_lib.cli import commands as cli
+from apibank_lib.cli import data_commands
 from apibank_lib.cli.commands import main
 from apibank_lib.core.paths import PROJECT_ROOT
 from apibank_lib.data.datasets import Benchmark
@@ -73,7 +73,7 @@ def test_a_bug_of_ours_is_one_line_too(capsys: pytest.CaptureFixture[str], monke
         raise RuntimeError("unexpected")
 
     monkeypatch.delenv("APIBANK_DEBUG", raising=False)
-    monkeypatch.setattr(cli, "cmd_stats", broken)
+    monkeypatch.setattr(data_commands, "cmd_stats", broken)
     _fails_cleanly(capsys, ["stats"], 3, "internal error (RuntimeError: unexpected); set APIBANK_DEBUG=1 to see where")
 
 
