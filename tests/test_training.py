@@ -239,6 +239,50 @@ def test_gguf_adapter_has_llama_cpp_names_shapes_and_alpha(tmp_path: Path) -> No
     assert np.allclose(np.asarray(a.data).reshape(4, 8), tensors["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"])
 
 
+def _gguf_header(kvs: list[bytes]) -> bytes:
+    import struct
+
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs)
+
+
+def _gguf_string(text: str) -> bytes:
+    import struct
+
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def test_the_architecture_is_read_past_arrays_and_numbers_as_the_full_reader_reads_it(tmp_path: Path) -> None:
+    import struct
+
+    import gguf
+
+    from apibank_lib.models.gguf_lora import gguf_architecture
+
+    # A vocabulary-like string array, a float array and a number come before the key (the reader skips them).
+    tokens = struct.pack("<IIQ", 9, 8, 3) + b"".join(_gguf_string(t) for t in ("a", "bc", "<|x|>"))
+    kvs = [
+        _gguf_string("tokenizer.ggml.tokens") + tokens,
+        _gguf_string("scores") + struct.pack("<IIQ", 9, 6, 2) + struct.pack("<ff", 0.5, 1.5),
+        _gguf_string("block_count") + struct.pack("<II", 4, 24),
+        _gguf_string("general.architecture") + struct.pack("<I", 8) + _gguf_string("qwen2"),
+    ]
+    model = tmp_path / "m.gguf"
+    model.write_bytes(_gguf_header(kvs))
+    field = gguf.GGUFReader(str(model)).fields["general.architecture"]
+    assert gguf_architecture(model) == bytes(field.parts[field.data[0]]).decode() == "qwen2"
+    without = tmp_path / "without.gguf"
+    without.write_bytes(_gguf_header(kvs[:3]))
+    with pytest.raises(ConfigError, match="without general.architecture"):
+        gguf_architecture(without)
+    (tmp_path / "not.gguf").write_bytes(b"GGML" + bytes(20))
+    with pytest.raises(ConfigError, match="not a GGUF file"):
+        gguf_architecture(tmp_path / "not.gguf")
+    model.write_bytes(_gguf_header(kvs)[:-4])
+    with pytest.raises(ConfigError, match="ends early"):
+        gguf_architecture(model)
+
+
 @pytest.mark.slow
 def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path) -> None:
     from apibank_lib.training.recipe import TrainConfig, train

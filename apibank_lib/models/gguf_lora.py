@@ -21,15 +21,62 @@ __all__ = ["adapter_to_gguf", "gguf_adapter_path", "gguf_architecture"]
 _PREFIX = "base_model.model."
 
 
-def gguf_architecture(model_file: str | Path) -> str:
-    """The ``general.architecture`` of a GGUF model file (``gemma3``, ``qwen2``, ...): an adapter's tensor names follow it."""
-    import gguf
+# GGUF metadata value types (the format's numbering) and the byte size of each fixed-size one.
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+_GGUF_FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 
-    reader = gguf.GGUFReader(str(model_file))
-    field = reader.fields.get("general.architecture")
-    if field is None:
-        raise ConfigError(f"{model_file}: a GGUF file without general.architecture")
-    return bytes(field.parts[field.data[0]]).decode()
+
+def gguf_architecture(model_file: str | Path) -> str:
+    """The ``general.architecture`` of a GGUF model file (``gemma3``, ``qwen2``, ...): an adapter's tensor names follow it.
+
+    Reads the metadata header up to that key only. ``gguf.GGUFReader`` parses every field first (a 150,000-entry
+    vocabulary takes it about ten seconds), and every load of an adapter asks this.
+    """
+    import struct
+
+    with open(model_file, "rb") as f:
+
+        def read(fmt: str) -> int:
+            size = struct.calcsize(fmt)
+            data = f.read(size)
+            if len(data) != size:
+                raise ConfigError(f"{model_file}: the GGUF header ends early")
+            return struct.unpack(fmt, data)[0]
+
+        def read_string() -> bytes:
+            size = read("<Q")
+            data = f.read(size)
+            if len(data) != size:
+                raise ConfigError(f"{model_file}: the GGUF header ends early")
+            return data
+
+        def skip(kind: int) -> None:
+            if kind in _GGUF_FIXED:
+                f.seek(_GGUF_FIXED[kind], 1)
+            elif kind == _GGUF_STRING:
+                f.seek(read("<Q"), 1)
+            elif kind == _GGUF_ARRAY:
+                item, count = read("<I"), read("<Q")
+                if item in _GGUF_FIXED:
+                    f.seek(_GGUF_FIXED[item] * count, 1)
+                else:
+                    for _ in range(count):
+                        skip(item)
+            else:
+                raise ConfigError(f"{model_file}: unknown GGUF value type {kind}")
+
+        if f.read(4) != b"GGUF":
+            raise ConfigError(f"{model_file}: not a GGUF file")
+        version = read("<I")
+        if version < 2:
+            raise ConfigError(f"{model_file}: GGUF version {version} is not read (2 or later)")
+        read("<Q")  # tensor count
+        for _ in range(read("<Q")):
+            key, kind = read_string(), read("<I")
+            if key == b"general.architecture" and kind == _GGUF_STRING:
+                return read_string().decode()
+            skip(kind)
+    raise ConfigError(f"{model_file}: a GGUF file without general.architecture")
 
 
 def gguf_adapter_path(adapter_dir: str | Path, arch: str = "gemma3") -> Path:
