@@ -121,7 +121,7 @@ def test_the_main_table_shows_what_each_run_cost(bench: Benchmark, tmp_path: Pat
 
 
 def test_token_counts_read_short() -> None:
-    from apibank_lib.report.analysis import _short_count
+    from apibank_lib.report.main_table import _short_count
 
     assert [_short_count(n) for n in (812, 45_300, 1_523_000)] == ["812", "45.3k", "1.52M"]
 

@@ -34,7 +34,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     # The same tables as notebook 00 (analysis), printed as text.
     import pandas as pd
 
-    from apibank_lib.report.analysis import level_statistics_table, statistics_table
+    from apibank_lib.report.data_tables import level_statistics_table, statistics_table
 
     def with_official(measured: Any, official: Any) -> str:
         return ("" if pd.isna(measured) else str(measured)) + ("" if pd.isna(official) else f" ({official})")

@@ -40,7 +40,7 @@ def show_table(table: Any, args: argparse.Namespace) -> int:
     """Print a DataFrame as Markdown (or JSON records with ``--json``), saving it first with ``--save NAME``."""
     from apibank_lib.core.paths import results_dir
     from apibank_lib.data.datasets import data_source
-    from apibank_lib.report.analysis import save_table
+    from apibank_lib.report.files import save_table
 
     if args.save:
         # The data source's own folder (results/bundled/, results/<release>/): one source never overwrites another's.

@@ -32,7 +32,7 @@ def cmd_retrieval(args: argparse.Namespace) -> int:
 def _retrieval_sets(bench: Any, args: argparse.Namespace) -> int:
     """``apibank retrieval --sets``: every retriever on each query set, and the default the written rule picks."""
     from apibank_lib.env.protocols import V2
-    from apibank_lib.report.analysis import save_table
+    from apibank_lib.report.files import save_table
     from apibank_lib.report.retrieval import choose_default, independent_sets, set_table
 
     sets = independent_sets(bench, corpus=args.corpus)
@@ -64,7 +64,8 @@ def _retrieval_sets(bench: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from apibank_lib.report.analysis import compare_runs, load_runs
+    from apibank_lib.report.loading import load_runs
+    from apibank_lib.report.main_table import compare_runs
     from apibank_lib.runs.costs import parse_price
     from apibank_lib.runs.toolrl import is_toolrl_run, toolrl_table
 
@@ -104,7 +105,8 @@ def cmd_toolrl_cross(args: argparse.Namespace) -> int:
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
-    from apibank_lib.report.analysis import error_counts, load_runs
+    from apibank_lib.report.failures import error_counts
+    from apibank_lib.report.loading import load_runs
 
     return show_table(error_counts(load_runs(args.runs), mapped=not args.ours), args)
 

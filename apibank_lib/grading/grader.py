@@ -198,7 +198,7 @@ class Grader:
     def call_stages(self, sample: ApiCallSample, call: ApiCall | None) -> tuple[bool, bool, bool]:
         """How far a judged call (as it ran) matches the gold call, before its result: the right API name, the
         right argument names (renamed parameters mapped as the protocol maps them), and the right values once both
-        are converted. Scoring records them for the step funnel (:func:`apibank_lib.report.analysis.funnel`)."""
+        are converted. Scoring records them for the step funnel (:func:`apibank_lib.report.failures.funnel`)."""
         gold = sample.gold
         if call is None or call.name != gold.api_name:
             return False, False, False

@@ -1,7 +1,10 @@
 """Tables, figures, the explorer and the notebooks' helpers.
 
-* :mod:`~apibank_lib.report.analysis`: the tables (main table with intervals, breakdowns, paired tests ...),
-  written as CSV and Markdown; :mod:`~apibank_lib.report.plots`: the figures.
+* :mod:`~apibank_lib.report.analysis`: every table the notebooks show, gathered from one module per subject:
+  :mod:`~.files` (CSV and Markdown under the results folder), :mod:`~.loading` (scored runs), :mod:`~.cells`
+  (a cell with its interval), :mod:`~.main_table`, :mod:`~.comparisons` (breakdowns, paired tests, trials),
+  :mod:`~.failures` (errors, the step funnel), :mod:`~.data_tables`, :mod:`~.training_tables`;
+  :mod:`~apibank_lib.report.plots`: the figures.
 * :mod:`~apibank_lib.report.compounding`, :mod:`~apibank_lib.report.transfer`, :mod:`~apibank_lib.report.retrieval`,
   :mod:`~apibank_lib.report.toolrl_cross`: the tables of one question each.
 * :mod:`~apibank_lib.report.workbench`, :mod:`~apibank_lib.report.explorer`: what the notebooks call.

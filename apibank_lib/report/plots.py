@@ -2,7 +2,7 @@
 
 Every figure has labelled axes and a title that says what was measured (and
 what was reported, where the paper's figures are drawn beside ours), and is
-written to :func:`apibank_lib.report.analysis.figures_dir` as ``<name>.png``. The
+written to :func:`apibank_lib.core.paths.figures_dir` as ``<name>.png``. The
 functions return the matplotlib Figure, which a notebook displays.
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apibank_lib.report.analysis import ABILITIES, FUNNEL_STAGES, ITEMS_COLUMN, count_column, figures_dir
+from apibank_lib.core.paths import figures_dir
+from apibank_lib.report.failures import FUNNEL_STAGES
+from apibank_lib.report.main_table import ABILITIES, ITEMS_COLUMN, count_column
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -73,7 +75,7 @@ def _count(n: Any) -> str:
 def accuracy_figure(main: Any, *, name: str = "main_accuracy", directory: str | Path | None = None) -> Figure:
     """API-call accuracy per ability: measured runs as bars with 95% intervals, the paper's models as markers, each
     over the column that measures what it measured (the paper's level-3 figures over item accuracy, never over
-    steps or episodes; :data:`apibank_lib.report.analysis.REPORTED_COLUMNS`)."""
+    steps or episodes; :data:`apibank_lib.report.main_table.REPORTED_COLUMNS`)."""
     plt = _plt()
     measured = main[main["source"] == "measured here"].reset_index(drop=True)
     reported = main[main["source"] == "reported"].reset_index(drop=True)
@@ -189,7 +191,7 @@ def _lines_done(fig: Figure, ax: Any, ylabel: str, title: str, name: str, direct
 
 def pass_k_figure(table: Any, *, title: str = "", name: str = "pass_k", directory: str | Path | None = None) -> Figure:
     """pass^k and pass@k against k, with 95% intervals, one pair of lines per level (an
-    :func:`apibank_lib.report.analysis.trials_table`)."""
+    :func:`apibank_lib.report.comparisons.trials_table`)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4))
     shown = table[table["measure"].isin(["pass^k", "pass@k"])]
@@ -254,7 +256,7 @@ def calls_figure(
 
 
 def domains_figure(table: Any, *, name: str = "calls_by_domain", directory: str | Path | None = None) -> Figure:
-    """Gold API calls per domain, stacked by level (from :func:`apibank_lib.report.analysis.calls_by_domain`)."""
+    """Gold API calls per domain, stacked by level (from :func:`apibank_lib.report.data_tables.calls_by_domain`)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3.8))
     bottom = [0] * len(table)

@@ -225,7 +225,7 @@ def transfer_table(
 def transfer_errors(runs: Mapping[str, Sequence[ScoredRun]]) -> pd.DataFrame:
     """The error taxonomy (the paper's seven categories, shares of each run's wrong calls) with one column per model
     and data source, the sources of a model side by side."""
-    from apibank_lib.report.analysis import error_distribution
+    from apibank_lib.report.failures import error_distribution
 
     ordered = sorted(((r.model, i, source, r) for i, (source, group) in enumerate(runs.items()) for r in group), key=lambda t: (t[0], t[1]))
     table = error_distribution([t[3] for t in ordered], reported_columns=False)
@@ -237,7 +237,7 @@ def transfer_funnel(runs: Mapping[str, Sequence[ScoredRun]], benches: Mapping[st
     (%) of the level's API-call samples reaching the stage, side by side."""
     import pandas as pd
 
-    from apibank_lib.report.analysis import funnel
+    from apibank_lib.report.failures import funnel
 
     frames = []
     for source, group in runs.items():

@@ -94,7 +94,7 @@ def sample_trials(judgments: Iterable[JudgmentRecord]) -> list[SampleTrials]:
 def measures(samples: Sequence[SampleTrials], k_max: int) -> list[tuple[str, int, list[float]]]:
     """Each measure's per-sample values over ``samples`` (each with ``k_max`` trials): ``(measure, k, values)`` for
     pass^k and pass@k (k = 1..K), each trial's accuracy (k: the trial) and the inconsistent samples (k: K). Their
-    means are the figures; :func:`apibank_lib.report.analysis.trials_table` adds intervals."""
+    means are the figures; :func:`apibank_lib.report.comparisons.trials_table` adds intervals."""
     ks = range(1, k_max + 1)
     return [
         *(("pass^k", k, [pass_hat(k_max, s.correct, k) for s in samples]) for k in ks),
