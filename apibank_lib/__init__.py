@@ -37,7 +37,8 @@ from apibank_lib.core.version import __version__
 from apibank_lib.data.datasets import Benchmark, cut_samples, load_benchmark, statistics
 from apibank_lib.env.protocols import PAPER, PROTOCOLS, V2, GradingProtocol, StatePolicy, get_protocol
 from apibank_lib.env.sandbox import Sandbox
-from apibank_lib.grading.grader import EpisodeJudgment, Grader, Judgment, replay
+from apibank_lib.grading.grader import EpisodeJudgment, Grader, Judgment
+from apibank_lib.grading.replay import replay
 from apibank_lib.grading.taxonomy import ErrorCategory
 from apibank_lib.prompting.prompts import Prompt, build_prompt, target_text
 from apibank_lib.runs.config import RunConfig

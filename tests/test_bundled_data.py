@@ -6,7 +6,7 @@ from apibank_lib.data.authoring import build
 from apibank_lib.data.datasets import Benchmark, statistics
 from apibank_lib.env.protocols import V2
 from apibank_lib.env.tools.registry import toolset_for_level
-from apibank_lib.grading.grader import replay
+from apibank_lib.grading.replay import replay
 from apibank_lib.grading.validate import validate
 
 

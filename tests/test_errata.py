@@ -19,7 +19,8 @@ from apibank_lib.core.types import ApiCall, ApiRecord
 from apibank_lib.data.datasets import Benchmark, needed_api
 from apibank_lib.data.errata import load_errata, verify
 from apibank_lib.env.protocols import PAPER, V2
-from apibank_lib.grading.grader import Grader, replay
+from apibank_lib.grading.grader import Grader
+from apibank_lib.grading.replay import replay
 from apibank_lib.prompting.prompts import target_text
 from apibank_lib.report import analysis
 from apibank_lib.runs.config import RunConfig

@@ -17,7 +17,7 @@ import pytest
 from apibank_lib.cli.commands import main
 from apibank_lib.data.datasets import Benchmark, statistics
 from apibank_lib.env.protocols import PAPER, V2
-from apibank_lib.grading.grader import replay
+from apibank_lib.grading.replay import replay
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "official"
 

@@ -133,7 +133,7 @@ def test_rouge_l_follows_the_rouge_package() -> None:
 
 
 def test_oracle_under_paper_matches_the_paper_replay(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.grading.grader import replay
+    from apibank_lib.grading.replay import replay
 
     result = run(RunConfig("oracle", protocol="paper", tasks=("api",), out=str(tmp_path / "paper")), bench=bench, progress=False)
     metrics = score_run(result.path, bench=bench)

@@ -73,7 +73,7 @@ def _failure_summary(levels: dict[str, Any]) -> list[list[Any]]:
 def cmd_replay(args: argparse.Namespace) -> int:
     from apibank_lib.data.datasets import load_benchmark
     from apibank_lib.env.protocols import get_protocol
-    from apibank_lib.grading.grader import replay
+    from apibank_lib.grading.replay import replay
 
     protocol = get_protocol(args.protocol)
     bench = load_benchmark(args.data)

@@ -4,13 +4,13 @@
 in the state the protocol prescribes, judged by the gold API's correctness
 rule, its error classified), a reply (ROUGE-L), or a whole level-3 agent
 episode (every gold call made with an accepted result, and the gold end state
-reached). :func:`replay` judges every gold call of a benchmark as if a model
-had predicted it verbatim: the ceiling of a protocol on that data.
+reached). :func:`apibank_lib.grading.replay.replay` judges every gold call of a
+benchmark with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,9 @@ from apibank_lib.env.protocols import SEARCH_BY_NEED, V2, GradingProtocol, State
 from apibank_lib.env.sandbox import Sandbox, json_copy
 from apibank_lib.env.tools.searcher import retrieved_names
 from apibank_lib.grading.taxonomy import ErrorCategory, Observation, classify
-from apibank_lib.prompting.prompts import target_text
 from apibank_lib.prompting.toolcalls import ParsedAnswer
 
-__all__ = ["Judgment", "EpisodeJudgment", "Grader", "replay"]
+__all__ = ["Judgment", "EpisodeJudgment", "Grader"]
 
 
 @dataclass
@@ -407,80 +406,3 @@ class Grader:
         same_state = box.fingerprint(outcome_only=True) == gold_box.fingerprint(outcome_only=True)
         tool_errors = sum(1 for entry in box.trace if entry.tool_error)
         return EpisodeJudgment(len(required), matched, same_state, len(executed), tool_errors)
-
-
-# --- replay of gold calls -------------------------------------------------------------------------
-
-
-def replay(
-    bench: Benchmark,
-    protocol: GradingProtocol = V2,
-    *,
-    levels: Iterable[int] = (1, 2, 3),
-    searcher: Any = None,
-    errata: Errata | str | Path | None = None,
-    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
-) -> dict[str, Any]:
-    """Judge every gold call of a benchmark as if a model had predicted it verbatim.
-
-    Each API-call sample's prediction is its :func:`~apibank_lib.prompting.prompts.target_text`
-    (``API-Request: [Name(key='value', ...)]``), so a perfect model's ceiling under
-    the protocol is measured, and any failure is a defect of the data, of the
-    tools, or of the protocol. Under a protocol that applies errata, the samples an
-    erratum excludes are listed apart and counted in neither figure; corrected ones
-    are judged against their corrected gold and listed too.
-
-    Returns:
-        ``{"protocol", "protocol_version", "data", "data_fingerprint", "errata", "levels": {"1": {"samples",
-        "samples_correct", "gold_calls", "correct", "failures": [...], "excluded": [...], "corrected": [...]},
-        ...}}``; ``gold_calls`` and ``correct`` count distinct gold calls (duplicate samples excluded);
-        ``errata`` is None when the protocol applies none.
-    """
-    grader = Grader(bench, protocol, searcher=searcher, errata=errata)
-    out: dict[str, Any] = {
-        "protocol": protocol.name,
-        "protocol_version": protocol.version,
-        "data": str(bench.root),
-        "data_fingerprint": bench.fingerprint,
-        "errata": grader.errata_summary(),
-        "levels": {},
-    }
-    for level in levels:
-        samples = [s for s in bench.samples(level, "api") if isinstance(s, ApiCallSample)]
-        it: Iterable[ApiCallSample] = progress(samples) if progress else samples
-        n_ok = n_samples = n_calls = n_calls_ok = 0
-        failures: list[dict[str, Any]] = []
-        excluded: list[dict[str, Any]] = []
-        corrected: list[dict[str, Any]] = []
-        for s in it:
-            j = grader.judge_api(s, target_text(s))
-            entry = {"dialogue": s.dialogue_id, "sample_id": s.sample_id, "api_name": s.gold.api_name, "duplicate": s.duplicate}
-            if j.excluded is not None:
-                excluded.append({**entry, "erratum": j.erratum, "reason": j.excluded, "correct": j.correct})
-                continue
-            if j.erratum is not None:
-                corrected.append({**entry, "erratum": j.erratum, "correct": j.correct})
-            n_samples += 1
-            n_ok += j.correct
-            if not s.duplicate:
-                n_calls += 1
-                n_calls_ok += j.correct
-            if not j.correct:
-                failures.append(
-                    {
-                        **entry,
-                        "category": j.category.value if j.category else None,
-                        "reason": j.reason,
-                        "notes": j.notes,
-                    }
-                )
-        out["levels"][str(level)] = {
-            "samples": n_samples,
-            "samples_correct": n_ok,
-            "gold_calls": n_calls,
-            "correct": n_calls_ok,
-            "failures": failures,
-            "excluded": excluded,
-            "corrected": corrected,
-        }
-    return out

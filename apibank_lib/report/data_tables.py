@@ -14,7 +14,7 @@ from apibank_lib.data.reported import (
 from apibank_lib.env.protocols import PAPER
 from apibank_lib.env.tools.base import LEVEL3, LEVEL12
 from apibank_lib.env.tools.registry import domains
-from apibank_lib.grading.grader import replay
+from apibank_lib.grading.replay import replay
 from apibank_lib.report.cells import pandas_module
 
 if TYPE_CHECKING:
