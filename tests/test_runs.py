@@ -206,15 +206,15 @@ def test_coverage_counts_what_every_command_into_a_folder_asked_for(bench: Bench
     run(calls, bench=bench, progress=False)
     run(answers, bench=bench, progress=False)
     info = RunFolder(out).read_info()
-    assert [p["tasks"] for p in info.all_plans()] == [["api"], ["response"]] and info.config["tasks"] == ["response"]
-    assert [(p["limit"], p["draw"], p["subset_seed"]) for p in info.all_plans()] == [(6, "random", 0), (3, "random", 0)]
+    assert [p["tasks"] for p in info.plans] == [["api"], ["response"]] and info.config["tasks"] == ["response"]
+    assert [(p["limit"], p["draw"], p["subset_seed"]) for p in info.plans] == [(6, "random", 0), (3, "random", 0)]
     cov = score_run(out, bench=bench).coverage
     api, replies = plan(bench, calls), plan(bench, answers)
     assert len(api) >= 6 and len(replies) >= 3 and {s.kind for s in api + replies} == {"api", "response"}
     assert cov["expected"] == len(api) + len(replies) == cov["answered"] and not cov["partial"]
     # The same command again adds no plan.
     run(calls, bench=bench, progress=False)
-    assert len(RunFolder(out).read_info().all_plans()) == 2
+    assert len(RunFolder(out).read_info().plans) == 2
 
 
 def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(bench: Benchmark, tmp_path: Path) -> None:
@@ -229,7 +229,7 @@ def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(be
     (out / "config.json").write_text(json.dumps(raw))
     info = RunFolder(out).read_info()
     one = {"levels": [1], "limit": 2, "tasks": ["api", "response"], "level3": "steps"}
-    assert info.plans == info.all_plans() == [one | {"draw": "random", "subset_seed": 0}]  # filled in when read
+    assert info.plans == [one | {"draw": "random", "subset_seed": 0}]  # filled in when read
     # Such a folder was written when a limit took the first samples, and its config names no draw: it reads as
     # first-N, so it is complete and resumes without asking anything again (draw="first": what it then answered).
     older = tmp_path / "older"
@@ -237,7 +237,7 @@ def test_a_folder_written_before_plans_were_kept_has_the_one_its_config_holds(be
     raw = json.loads((older / "config.json").read_text())
     del raw["plans"], raw["format_version"], raw["config"]["draw"], raw["config"]["subset_seed"]
     (older / "config.json").write_text(json.dumps(raw))
-    assert RunFolder(older).read_info().all_plans() == [one | {"draw": "first"}]
+    assert RunFolder(older).read_info().plans == [one | {"draw": "first"}]
     first = [s.key for s in bench.samples(1)[:2]]
     assert first != [x.key for x in plan(bench, RunConfig("oracle", levels=(1,), limit=2))]  # so the test can fail
     assert list(RunFolder(older).read_predictions().records) == first

@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from apibank_lib.core.errors import ConfigError, DataError
 from apibank_lib.env.protocols import get_protocol
-from apibank_lib.runs.config import RunConfig, plan_of
+from apibank_lib.runs.config import RunConfig
 from apibank_lib.runs.legacy import FORMAT_VERSION, prompt_mode_of, settings_of, upgrade
 from apibank_lib.runs.records import JudgmentRecord, Metrics, PredictionRecord, Predictions
 
@@ -76,10 +76,6 @@ class RunInfo:
     plans: list[dict[str, Any]] = field(default_factory=list)
     episodes: dict[str, Any] | None = None
     format_version: int = FORMAT_VERSION
-
-    def all_plans(self) -> list[dict[str, Any]]:
-        """:attr:`plans` (a folder of an older layout has its one plan filled in when read)."""
-        return self.plans or [plan_of(self.run_config())]
 
     @property
     def protocol(self) -> str:

@@ -32,7 +32,7 @@ from apibank_lib.retrieval.retrievers import PAPER_RECIPE
 from apibank_lib.runs.config import PREDICTIONS_FILE, RunConfig, asks_for_episodes, plan_of
 from apibank_lib.runs.subsets import FIRST
 
-__all__ = ["FORMAT_VERSION", "LAYOUTS", "layout_of", "upgrade", "prompt_mode_of", "settings_of"]
+__all__ = ["FORMAT_VERSION", "LAYOUTS", "layout_of", "upgrade", "prompt_mode_of", "settings_of", "named_with_episode_settings"]
 
 FORMAT_VERSION = 4
 """The layout this version of the package writes (``config.json`` ``format_version``)."""
@@ -58,9 +58,16 @@ def layout_of(raw: dict[str, Any]) -> int:
             return int(raw["format_version"])
         except (TypeError, ValueError):
             raise DataError(f"config.json: format_version {raw['format_version']!r} is not a whole number") from None
-    if "max_steps" in raw.get("identity", {}):
+    if named_with_episode_settings(raw.get("identity", {})):
         return 2 if raw.get("plans") else 1
     return 3
+
+
+def named_with_episode_settings(identity: dict[str, Any]) -> bool:
+    """Whether a folder's identity (and so the hash in its name) holds the episodes' settings, as in layouts 1 and 2:
+    such a folder is not found under today's name for the same samples, and the runner looks for it by reading
+    identities (:func:`apibank_lib.runs.runner.locate_run`)."""
+    return "max_steps" in identity
 
 
 def settings_of(config: dict[str, Any]) -> RunConfig:

@@ -46,7 +46,7 @@ class MergeResult:
 
 def _shard_of_folder(folder: RunFolder, info: RunInfo) -> str:
     """The one shard every command that wrote ``folder`` answered."""
-    shards = {p.get("shard") for p in info.all_plans()}
+    shards = {p.get("shard") for p in info.plans}
     if None in shards:
         raise ConfigError(f"{folder.path} is not a shard (a command without --shard wrote into it)")
     if len(shards) != 1:
@@ -106,11 +106,11 @@ def merge_runs(
         raise ConfigError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing: merge needs all {n}")
 
     first, head = runs[0], infos[0]
-    plans = _without_shard(head.all_plans())
+    plans = _without_shard(head.plans)
     for run, info in zip(runs[1:], infos[1:]):
         for what, mine, theirs in (
             ("identity", head.identity, info.identity),
-            ("plans (levels, limit, tasks, level-3 mode)", plans, _without_shard(info.all_plans())),
+            ("plans (levels, limit, tasks, level-3 mode)", plans, _without_shard(info.plans)),
             ("episode settings", head.episode_set(), info.episode_set()),
         ):
             if mine != theirs:
@@ -126,7 +126,7 @@ def merge_runs(
     owner: dict[str, Path] = {}
     records: dict[str, PredictionRecord] = {}
     for run, info, spec in zip(runs, infos, specs):
-        expected = {trial_key(x.key, t) for x, t in planned_trials(bench, replace(whole, shard=spec), info.all_plans())}
+        expected = {trial_key(x.key, t) for x, t in planned_trials(bench, replace(whole, shard=spec), info.plans)}
         predictions = run.read_predictions()
         if predictions.dropped:
             raise ConfigError(f"{run.path} (shard {spec}) has lines that could not be read: {predictions.dropped[0]}")

@@ -57,6 +57,7 @@ from apibank_lib.runs.config import (
     trial_seed,
 )
 from apibank_lib.runs.folder import PredictionWriter, RunFolder, RunInfo
+from apibank_lib.runs.legacy import named_with_episode_settings
 from apibank_lib.runs.records import EpisodeStep, PredictionRecord
 from apibank_lib.runs.shards import shard_label
 
@@ -202,7 +203,7 @@ def _older_folder(
             info = older.read_info()
         except ApibankError:
             continue
-        if "max_steps" not in info.identity or sample_identity(info.identity) != identity:
+        if not named_with_episode_settings(info.identity) or sample_identity(info.identity) != identity:
             continue
         matching = config.plans_episodes() and same_episodes(info.episode_set(), config)
         held = older.read_predictions().records
@@ -252,7 +253,7 @@ def open_run(config: RunConfig, bench: Benchmark, backend: Backend) -> RunFolder
             raise ConfigError(
                 f"{folder.path} holds a run with other settings: {diffs}. Choose another --out, or delete that folder"
             )
-        plans = before.all_plans()
+        plans = before.plans
         identity = before.identity  # an older folder keeps the identity its name was made from
     if plan_of(config) not in plans:  # what this command asks for is added to what earlier ones asked for
         plans = [*plans, plan_of(config)]

@@ -179,14 +179,14 @@ def judge_predictions(
 
 
 def coverage(bench: Benchmark, info: RunInfo, predictions: Predictions) -> dict[str, Any]:
-    """How much of what the commands that wrote the run asked for (:meth:`RunInfo.all_plans`) is in the folder.
+    """How much of what the commands that wrote the run asked for (:attr:`RunInfo.plans`) is in the folder.
 
     Returns:
         ``{"expected", "answered", "failed", "missing", "lines_dropped", "dropped", "partial"}``:
         answered excludes failed samples; a run is partial when something expected
         is missing or a line of its predictions file could not be read.
     """
-    expected = {trial_key(x.key, t) for x, t in planned_trials(bench, info.run_config(), info.all_plans())}
+    expected = {trial_key(x.key, t) for x, t in planned_trials(bench, info.run_config(), info.plans)}
     present = {k: r for k, r in predictions.records.items() if k in expected}
     failed = sum(1 for r in present.values() if r.failed)
     missing = len(expected) - len(present)
