@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from apibank_lib.core.errors import ConfigError
@@ -112,7 +113,9 @@ def adapter_to_gguf(adapter_dir: str | Path, out: str | Path | None = None, *, a
     arch_enum = next(a for a, name in gguf.MODEL_ARCH_NAMES.items() if name == arch)
     names = gguf.get_tensor_name_map(arch_enum, layers)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
+    # A name of this process's own: two processes converting the same adapter at once (test workers, shards)
+    # each write their file and the last rename wins, with the same bytes.
+    tmp = target.with_name(f"{target.stem}.{os.getpid()}.tmp")
     writer = gguf.GGUFWriter(str(tmp), arch)
     writer.add_string("general.type", "adapter")
     writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
@@ -133,5 +136,5 @@ def adapter_to_gguf(adapter_dir: str | Path, out: str | Path | None = None, *, a
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    tmp.rename(target)
+    os.replace(tmp, target)
     return target
