@@ -53,11 +53,15 @@ reproduce: setup
 	$(BIN)/apibank reproduce $(REPRODUCE_ARGS)
 
 # Unit, integration and notebook tests (nbval), and the explorer in a real browser (Debian's chromium).
+# The tests that start no model run in one worker per core (pytest-xdist); those that start a model or a server,
+# and the notebooks (marked slow in notebooks/conftest.py), run one at a time: llama.cpp uses every core, and two
+# of them at once slow each other down far more than twice.
 test: setup browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not slow" -n auto --dist loadfile tests
+	$(BIN)/pytest -q -m slow
 
 test-fast: setup
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n auto --dist loadfile tests
 
 benchmarks: setup
 	$(BIN)/python benchmarks/replay_speed.py

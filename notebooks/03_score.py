@@ -31,17 +31,15 @@ from apibank_lib.report import analysis, compounding, plots, workbench
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
 PROTOCOL = "v2"  # or "paper", the original evaluator
-MODELS = [
+MODELS = [  # a quick look; `apibank reproduce` runs all nine (apibank_lib.report.reproduce.DEFAULT_MODELS)
     "oracle", "no-call", "heuristic",  # reference backends
-    "llamacpp:gemma-3-270m", "llamacpp:lynx-270m",  # the packaged base model and its small Lynx (completion prompts)
-    "llamacpp:qwen2.5-coder-0.5b", "llamacpp:qwen2.5-coder-1.5b",  # embedded instruct models (chat prompts, tool calls)
+    "llamacpp:qwen2.5-coder-0.5b",  # an embedded instruct model (chat prompts, tool calls)
     "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
-    "llamacpp:lynx-0.5b-s2d",  # its second stage (chat and the paper's layout; docs/training.md)
-]  # any openai:<model>@<url> or hf:<path> too
+]  # also llamacpp:gemma-3-270m, lynx-270m, qwen2.5-coder-1.5b, lynx-0.5b-s2d; any openai:<model>@<url> or hf:<path>
 LEVELS = [1, 2, 3]
 LIMIT = 10  # samples (and level-3 episodes) per level, whole dialogues drawn at random; None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
-KIND_LIMITS = {}  # a limit of its own per kind, e.g. {"response": 5, "episodes": 4}; kinds not named take LIMIT
+KIND_LIMITS = {"episodes": 1}  # a limit of its own per kind, e.g. {"response": 5}; kinds not named take LIMIT
 MODEL_LIMITS = {  # smaller limits for slow models
     "llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2, "llamacpp:qwen2.5-coder-0.5b": 2, "llamacpp:qwen2.5-coder-1.5b": 2,
     "llamacpp:lynx-0.5b": 2, "llamacpp:lynx-0.5b-s2d": 2,

@@ -66,7 +66,7 @@ WORTH = {  # display name -> model spec: the base model and the three equal-size
     "model-made": "llamacpp:synth-made-0.5b",
     "both, half and half": "llamacpp:synth-both-0.5b",
 }
-WORTH_LIMIT = 3  # API-call samples per level and model (apibank reproduce's standard profile: all); None for all
+WORTH_LIMIT = 1  # API-call samples per level and model (apibank reproduce's standard profile: all); None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 WORTH_PAIRS = [
     ["model-made", "AI-written (ours)"],

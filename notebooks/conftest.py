@@ -17,3 +17,12 @@ def pytest_configure(config: pytest.Config) -> None:
     base = tempfile.mkdtemp(prefix="apibank-notebooks-")
     for var in ("APIBANK_RUNS", "APIBANK_RESULTS", "APIBANK_FIGURES"):
         os.environ[var] = os.path.join(base, var.lower())
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every notebook cell counts as slow: the notebooks start models (``make test`` runs them after the fast tests,
+    one at a time; ``-m "not slow"`` leaves them out)."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)
