@@ -58,7 +58,7 @@ reproduce: setup
 # of them at once slow each other down far more than twice.
 test: setup browser
 	$(BIN)/pytest -q -m "not slow" -n auto --dist loadfile tests
-	$(BIN)/pytest -q -m slow
+	$(BIN)/pytest -q -m slow --durations=15
 
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow" -n auto --dist loadfile tests

@@ -17,13 +17,13 @@
 # # 02 · Run models
 #
 # Runs each model over the chosen levels into a run folder (resumable: a run that exists is only completed), then
-# scores it. By default a quick look: the three reference backends (oracle, no-call, heuristic), the embedded
-# instruct model Qwen2.5-Coder-0.5B and the small Lynx v2 (our LoRA adapter on it, trained in chat form), both prompted
-# in `chat` mode (the dialogue as chat turns, earlier calls as tool calls and tool messages, the APIs as JSON-Schema
-# tools, all rendered by the model's own chat template), on a few samples and one agent episode a level. `apibank
-# reproduce` runs all nine models with larger samples: it adds the embedded Gemma 3 270M base model and its small Lynx
-# (prompted with the paper's flattened text), the 1.5B, and the second stage `lynx-0.5b-s2d` (trained further on chat
-# and the paper's layout; `docs/training.md`). Any model behind an OpenAI-compatible endpoint (`openai:<model>@<base_url>`) or a local transformers model
+# scores it. By default a quick look: the three reference backends (oracle, no-call, heuristic) and the embedded
+# instruct model Qwen2.5-Coder-0.5B, prompted in `chat` mode (the dialogue as chat turns, earlier calls as tool calls
+# and tool messages, the APIs as JSON-Schema tools, all rendered by the model's own chat template), on a few samples
+# and one agent episode a level. `apibank reproduce` runs all nine models with larger samples: it adds the small Lynx
+# v2 (our LoRA adapter on the 0.5B, trained in chat form) and its second stage `lynx-0.5b-s2d` (trained further on
+# chat and the paper's layout; `docs/training.md`), the 1.5B, and the embedded Gemma 3 270M base model and its small
+# Lynx (prompted with the paper's flattened text). Any model behind an OpenAI-compatible endpoint (`openai:<model>@<base_url>`) or a local transformers model
 # (`hf:<path>`) can be added to `MODELS`.
 
 # %%
@@ -36,8 +36,8 @@ PROTOCOL = "v2"  # or "paper", the original evaluator
 MODELS = [  # a quick look; `apibank reproduce` runs all nine (apibank_lib.report.reproduce.DEFAULT_MODELS)
     "oracle", "no-call", "heuristic",  # reference backends
     "llamacpp:qwen2.5-coder-0.5b",  # an embedded instruct model (chat prompts, tool calls)
-    "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
-]  # also llamacpp:gemma-3-270m, lynx-270m, qwen2.5-coder-1.5b, lynx-0.5b-s2d; any openai:<model>@<url> or hf:<path>
+]  # also llamacpp:lynx-0.5b (our LoRA on the 0.5B), gemma-3-270m, lynx-270m, qwen2.5-coder-1.5b, lynx-0.5b-s2d;
+# any openai:<model>@<url> or hf:<path>
 LEVELS = [1, 2, 3]
 LIMIT = 10  # samples (and level-3 episodes) per level, whole dialogues drawn at random; None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
@@ -53,7 +53,7 @@ RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
 TRIALS_MODEL = "llamacpp:qwen2.5-coder-0.5b"  # a sampled model answered several times: pass^k (None: no trials)
 TRIALS = 4  # answers per sample, each with its own seed
 TEMPERATURE = 0.7
-TRIALS_LIMIT = 2  # level-1 API-call samples (apibank reproduce's standard profile: 60)
+TRIALS_LIMIT = 1  # level-1 API-call samples (apibank reproduce's standard profile: 60)
 
 # %%
 bench = load_benchmark(DATA)

@@ -31,8 +31,8 @@ PROTOCOL = "v2"  # or "paper", the original evaluator
 MODELS = [  # a quick look; `apibank reproduce` runs all nine (apibank_lib.report.reproduce.DEFAULT_MODELS)
     "oracle", "no-call", "heuristic",  # reference backends
     "llamacpp:qwen2.5-coder-0.5b",  # an embedded instruct model (chat prompts, tool calls)
-    "llamacpp:lynx-0.5b",  # the small Lynx v2: our LoRA on the instruct 0.5B (chat prompts)
-]  # also llamacpp:gemma-3-270m, lynx-270m, qwen2.5-coder-1.5b, lynx-0.5b-s2d; any openai:<model>@<url> or hf:<path>
+]  # also llamacpp:lynx-0.5b (our LoRA on the 0.5B), gemma-3-270m, lynx-270m, qwen2.5-coder-1.5b, lynx-0.5b-s2d;
+# any openai:<model>@<url> or hf:<path>
 LEVELS = [1, 2, 3]
 LIMIT = 10  # samples (and level-3 episodes) per level, whole dialogues drawn at random; None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed

@@ -35,7 +35,7 @@ from apibank_lib.retrieval.retrievers import RETRIEVERS as REGISTERED_RETRIEVERS
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
 RETRIEVERS = None  # every registered retriever (apibank_lib.retrieval.retrievers.RETRIEVERS), in its order; or a list of names
-MODELS = ["oracle", "heuristic", "llamacpp:gemma-3-270m", "llamacpp:lynx-270m"]  # run on levels 2 and 3, teacher-forced
+MODELS = ["oracle", "heuristic", "llamacpp:gemma-3-270m"]  # run on levels 2 and 3, teacher-forced (add llamacpp:lynx-270m ...)
 LIMIT = 10  # samples per level, whole dialogues drawn at random; None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 KIND_LIMITS = {}  # a limit of its own for "api" or "response" samples; kinds not named take LIMIT
