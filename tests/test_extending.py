@@ -1,0 +1,168 @@
+"""The "How to add ..." recipes of docs/architecture.md, followed in a temporary copy of the package.
+
+Each recipe's stated cost is the files a developer writes or edits; the test makes exactly those edits in a copy
+and checks that the command line and the registries offer the new part at once, with nothing else changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apibank_lib.core.paths import PROJECT_ROOT
+
+PACKAGE = PROJECT_ROOT / "apibank_lib"
+
+TOY_BACKEND = '''"""A toy backend: always the same call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apibank_lib.models.base import Backend, Completion, Request
+
+
+class ToyBackend(Backend):
+    """Answers every sample with one fixed calculator call."""
+
+    kind = "toy"
+    concurrent = True
+    supported_prompt_modes = ("reference",)
+
+    def __init__(self, answer: str = "API-Request: [Calculator(formula='1+1')]") -> None:
+        self.name = "toy"
+        self.answer = answer
+
+    def complete(self, request: Request) -> Completion:
+        return Completion(self.answer)
+
+    def info(self) -> dict[str, Any]:
+        return {"backend": self.kind}
+'''
+
+TOY_RETRIEVER = '''
+
+class FirstRetriever:
+    """A toy retriever: the candidates in their own order."""
+
+    name = "first"
+
+    def __init__(self, schemas: Sequence[ToolSchema], embedder: Any = None) -> None:
+        self.schemas = list(schemas)
+
+    def search(self, keywords: str, k: int = 1) -> list[tuple[ToolSchema, float]]:
+        return [(s, 1.0) for s in self.schemas[:k]]
+'''
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{path.name}: the recipe's anchor {old!r} is not there once"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _apibank(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    return subprocess.run(
+        [sys.executable, "-m", "apibank_lib", *args], cwd=copy, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package (and the data it reads) with a toy protocol, backend and retriever added by their
+    recipes: the files each recipe names, and no others."""
+    root = tmp_path_factory.mktemp("extended")
+    shutil.copytree(PACKAGE, root / "apibank_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("data", "models"):
+        (root / folder).symlink_to(PROJECT_ROOT / folder)
+    package = root / "apibank_lib"
+    # A grading protocol: one definition added to PROTOCOLS (1 file).
+    _edit(
+        package / "env" / "protocols.py",
+        "PROTOCOLS: dict[str, GradingProtocol] = {p.name: p for p in (V2, PAPER)}",
+        'import dataclasses\n\nTOY = dataclasses.replace(V2, name="toy", version="1")\n'
+        "PROTOCOLS: dict[str, GradingProtocol] = {p.name: p for p in (V2, PAPER, TOY)}",
+    )
+    # A model backend: its module and one BACKENDS line (2 files).
+    (package / "models" / "toy.py").write_text(TOY_BACKEND, encoding="utf-8")
+    _edit(
+        package / "models" / "registry.py",
+        '    "heuristic": "apibank_lib.models.baselines:HeuristicBackend",\n',
+        '    "heuristic": "apibank_lib.models.baselines:HeuristicBackend",\n    "toy": "apibank_lib.models.toy:ToyBackend",\n',
+    )
+    # A retriever: a class and one RETRIEVERS line (1 file).
+    retrievers = package / "retrieval" / "retrievers.py"
+    _edit(
+        retrievers,
+        "\n\nRETRIEVERS: dict[str, Callable[..., Retriever]] = {",
+        TOY_RETRIEVER + "\n\nRETRIEVERS: dict[str, Callable[..., Retriever]] = {",
+    )
+    _edit(
+        retrievers,
+        '    "enriched": EnrichedRetriever,\n',
+        '    "enriched": EnrichedRetriever,\n    "first": FirstRetriever,\n',
+    )
+    return root
+
+
+def test_the_recipes_touch_only_the_files_they_name(copy: Path) -> None:
+    changed = []
+    for path in sorted((copy / "apibank_lib").rglob("*.py")):
+        original = PACKAGE / path.relative_to(copy / "apibank_lib")
+        if not original.is_file() or original.read_bytes() != path.read_bytes():
+            changed.append(str(path.relative_to(copy)))
+    # protocol 1 file, backend 2, retriever 1 (docs/architecture.md, "How to add ...")
+    assert changed == [
+        "apibank_lib/env/protocols.py",
+        "apibank_lib/models/registry.py",
+        "apibank_lib/models/toy.py",
+        "apibank_lib/retrieval/retrievers.py",
+    ]
+
+
+def test_a_new_protocol_is_offered_and_grades_at_once(copy: Path) -> None:
+    assert "toy" in _apibank(copy, "replay", "--help").stdout
+    out = _apibank(copy, "replay", "--protocol", "toy", "--level", "1", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    replayed = json.loads(out.stdout)
+    assert replayed["protocol"] == "toy" and replayed["levels"]["1"]["samples"] > 0
+
+
+def test_a_new_backend_is_named_in_the_help_and_runs(copy: Path, tmp_path: Path) -> None:
+    assert "toy" in _apibank(copy, "run", "--help").stdout  # the --model help is built from BACKENDS
+    out = _apibank(
+        copy, "run", "--model", "toy", "--level", "1", "--limit", "3", "--out", str(tmp_path / "run"), "--json"
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["backend"]["backend"] == "toy"
+    assert (tmp_path / "run" / "metrics.json").is_file()
+
+
+def test_a_new_retriever_is_offered_and_searches(copy: Path) -> None:
+    assert "first" in _apibank(copy, "search", "--help").stdout
+    out = _apibank(copy, "search", "--retriever", "first", "-k", "2", "--json", "set an alarm")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert len(json.loads(out.stdout)) == 2
+
+
+def test_a_new_notebook_is_found_by_its_name(tmp_path: Path) -> None:
+    """A notebook is one text file (plus its listing lines, checked by test_architecture): the paired .ipynb is
+    written from it, and apibank reproduce finds it by its number."""
+    import jupytext
+
+    from apibank_lib.report import notebook_files, reproduce
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    text = '# %% [markdown]\n# # 09 · Toy\n\n# %%\nimport apibank_lib\n\n# %% tags=["parameters"]\nN = 1\n\n# %%\n# NBVAL_CHECK_OUTPUT\nN + 1\n'
+    (folder / "09_toy.py").write_text(text, encoding="utf-8")
+    jupytext.write(jupytext.read(folder / "09_toy.py"), folder / "09_toy.ipynb")
+    assert [p.name for p in reproduce.notebooks(folder)] == ["09_toy.ipynb"]
+    assert notebook_files.out_of_sync(folder) == []
