@@ -166,3 +166,55 @@ def test_a_new_notebook_is_found_by_its_name(tmp_path: Path) -> None:
     jupytext.write(jupytext.read(folder / "09_toy.py"), folder / "09_toy.ipynb")
     assert [p.name for p in reproduce.notebooks(folder)] == ["09_toy.ipynb"]
     assert notebook_files.out_of_sync(folder) == []
+
+
+TOY_TOOL = '''
+
+class Echo(Tool):
+    """A toy tool: says its text back."""
+
+    name = "Echo"
+    domain = "utility"
+    description = "Say a text back."
+    input_parameters = {"text": Param("str", "The text to say back.")}
+    output_parameters = {"text": Param("str", "The same text.")}
+
+    def run(self, text: Any) -> Any:
+        if not isinstance(text, str):
+            raise ToolFailure("text must be a string")
+        return text
+'''
+
+
+def test_a_new_tool_is_registered_by_its_class_and_the_checks_ask_for_the_rest(tmp_path: Path) -> None:
+    """The tool recipe's first file registers the tool (no registration line); the validator then asks for its
+    dialogues, and the pinned counts no longer match: the other files of the recipe are demanded, not optional."""
+    from apibank_lib.env.tools.base import LEVEL12
+    from apibank_lib.env.tools.registry import tool_classes
+    from tests.helpers import TOOL_COUNTS
+
+    root = tmp_path / "extended"
+    shutil.copytree(PACKAGE, root / "apibank_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("data", "models"):
+        (root / folder).symlink_to(PROJECT_ROOT / folder)
+    module = root / "apibank_lib" / "env" / "tools" / "calculator.py"
+    module.write_text(module.read_text(encoding="utf-8") + TOY_TOOL, encoding="utf-8")
+    called = _apibank(root, "call", "[Echo(text='hello')]")
+    assert called.returncode == 0, called.stderr[-2000:]
+    assert json.loads(called.stdout)["output"] == "hello"
+    count = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from apibank_lib.env.tools.registry import tool_classes; print(len(tool_classes('level-1-2')))",
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert int(count.stdout) == len(tool_classes(LEVEL12)) + 1 == TOOL_COUNTS["level-1-2"] + 1
+    validated = _apibank(root, "validate")
+    assert validated.returncode != 0
+    assert "Echo is used 0 time(s) at levels 1-2 (at least 2 wanted)" in validated.stdout + validated.stderr
