@@ -22,7 +22,7 @@
 
 # %%
 from apibank_lib import PAPER, V2, Grader, load_benchmark, target_text
-from apibank_lib.report import workbench
+from apibank_lib.report import sandbox_demo
 
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
@@ -38,7 +38,7 @@ bench = load_benchmark(DATA)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-tools = workbench.tools_table()
+tools = sandbox_demo.tools_table()
 tools.groupby(["tool set", "domain"]).size().rename("APIs").reset_index()
 
 # %%
@@ -52,9 +52,9 @@ tools
 
 # %%
 # NBVAL_CHECK_OUTPUT
-dialogue = workbench.pick_dialogue(bench, 1, DIALOGUE)
+dialogue = sandbox_demo.pick_dialogue(bench, 1, DIALOGUE)
 print(dialogue.id)
-workbench.replay_dialogue(bench, dialogue, PROTOCOL)
+sandbox_demo.replay_dialogue(bench, dialogue, PROTOCOL)
 
 # %% [markdown]
 # ## API search in action
@@ -62,7 +62,7 @@ workbench.replay_dialogue(bench, dialogue, PROTOCOL)
 # ToolSearcher embeds the keywords and every API's name and description with all-MiniLM-L6-v2 and returns the closest API (cosine similarity).
 
 # %%
-workbench.search_table(bench, SEARCH, level=1, k=5)
+sandbox_demo.search_table(bench, SEARCH, level=1, k=5)
 
 # %%
 bench.sandbox(2).execute(f"[ToolSearcher(keywords={SEARCH!r})]").output
@@ -74,7 +74,7 @@ bench.sandbox(2).execute(f"[ToolSearcher(keywords={SEARCH!r})]").output
 
 # %%
 # NBVAL_CHECK_OUTPUT
-login = workbench.sample_of(bench, "GetUserToken")
+login = sandbox_demo.sample_of(bench, "GetUserToken")
 print(target_text(login))
 wrong = Grader(bench, V2).judge_api(login, "[GetUserToken(username='ChloeDavis', password='wrong')]")
 print(wrong.category.value, "|", wrong.reason)
@@ -86,5 +86,5 @@ print(wrong.category.value, "|", wrong.reason)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-meeting = workbench.sample_of(bench, "AddMeeting")
-workbench.compare_protocols(bench, meeting, target_text(meeting))
+meeting = sandbox_demo.sample_of(bench, "AddMeeting")
+sandbox_demo.compare_protocols(bench, meeting, target_text(meeting))

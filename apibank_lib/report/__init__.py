@@ -7,6 +7,7 @@
   :mod:`~apibank_lib.report.plots`: the figures.
 * :mod:`~apibank_lib.report.compounding`, :mod:`~apibank_lib.report.transfer`, :mod:`~apibank_lib.report.retrieval`,
   :mod:`~apibank_lib.report.toolrl_cross`: the tables of one question each.
-* :mod:`~apibank_lib.report.workbench`, :mod:`~apibank_lib.report.explorer`: what the notebooks call.
+* :mod:`~apibank_lib.report.workbench` (running models), :mod:`~apibank_lib.report.sandbox_demo` (notebook 01),
+  :mod:`~apibank_lib.report.explorer`: what the notebooks call.
 * :mod:`~apibank_lib.report.reproduce`, :mod:`~apibank_lib.report.notebook_files`: executing and pairing the notebooks.
 """
