@@ -58,7 +58,7 @@ COMPARED = {  # display name -> model spec (shipped adapters by name; llamacpp:<
     "ours, equal size": "llamacpp:ours-equal-0.5b",
     "ToolAlpaca format, equal size": "llamacpp:toolalpaca-equal-0.5b",
 }
-CALL_LIMIT = 3  # level-1 API-call samples per model (apibank reproduce: 3 in the quick profile, all in the standard one); None for all
+CALL_LIMIT = 3  # level-1 API-call samples per model (apibank reproduce: 2 in the quick profile, all in the standard one); None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 REPLY_LIMIT = 1  # level-1 reply samples per model (for ROUGE-L); None for all
 PAIRS = [

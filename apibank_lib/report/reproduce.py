@@ -52,7 +52,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         # everything runs end to end; the committed figures come from `standard`): the reference backends on every
         # sample (they cost nothing), the 0.5B instruct model on 15 API-call samples of each level (about 4 s each;
         # its intervals are blank where they rest on fewer than 10 dialogues), 2 replies per level and 1 agent
-        # episode; notebooks 05 and 06 answer 3 and 1 samples per adapter. Every limit draws whole dialogues at
+        # episode; notebooks 05 and 06 answer 2 and 1 samples per adapter. Every limit draws whole dialogues at
         # random (seed SUBSET_SEED, stratified by first API; apibank_lib.runs.subsets), the same for every model,
         # never the first samples of the files.
         "MODELS": list(QUICK_MODELS),
@@ -61,10 +61,10 @@ PROFILES: dict[str, dict[str, Any]] = {
         "MODEL_LIMITS": {"llamacpp:qwen2.5-coder-0.5b": 15},
         "MAX_STEPS": 12,
         "N_BOOT": 2000,
-        "CALL_LIMIT": 3,
+        "CALL_LIMIT": 2,
         "REPLY_LIMIT": 1,
         "WORTH_LIMIT": 1,
-        "TRIALS_LIMIT": 2,  # 4 trials of the 0.5B at temperature 0.7 on 2 level-1 API-call samples
+        "TRIALS_LIMIT": 1,  # 4 trials of the 0.5B at temperature 0.7 on 1 level-1 API-call sample
         "SUBSET_SEED": 0,
     },
     "standard": {
