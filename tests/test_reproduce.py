@@ -21,7 +21,7 @@ def test_every_limited_model_is_a_default_model() -> None:
 @pytest.mark.parametrize(("name", "bar"), [("quick", 15), ("standard", 60)])
 def test_each_profile_gives_the_small_instruct_model_enough_api_samples_per_level(name: str, bar: int) -> None:
     # The committed standard profile: an interval over at least 60 API-call samples at each level; the quick one,
-    # sized for `make reproduce` in about 15 minutes, at least 15. In the profile's draw (whole dialogues at random,
+    # sized for a quick `make reproduce` (docs/results.md), at least 15. In the profile's draw (whole dialogues at random,
     # seed SUBSET_SEED: a limit on samples of both kinds holds however many calls they have).
     from apibank_lib.report import workbench
     from apibank_lib.runs.config import plan
