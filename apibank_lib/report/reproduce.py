@@ -48,13 +48,13 @@ QUICK_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:qwen2.5-coder-0.5b")
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
-        # `make reproduce` from a fresh clone in 12 minutes on 2 cores with the llama.cpp wheel cached, 18 building
-        # it (it checks that everything runs end to end; the committed figures come from `standard`): the reference backends on every
-        # sample (they cost nothing), the 0.5B instruct model on 15 API-call samples of each level (about 4 s each;
-        # its intervals are blank where they rest on fewer than 10 dialogues), 2 replies per level and 1 agent
-        # episode; notebooks 05 and 06 answer 2 and 1 samples per adapter. Every limit draws whole dialogues at
-        # random (seed SUBSET_SEED, stratified by first API; apibank_lib.runs.subsets), the same for every model,
-        # never the first samples of the files.
+        # `make reproduce` from a fresh clone in 12 minutes on 2 cores with the llama.cpp wheel cached, 18 building it
+        # (it checks that everything runs end to end; the committed figures come from `standard`): the reference
+        # backends on every sample (they cost nothing), the 0.5B instruct model on 15 API-call samples of each level
+        # (about 4 s each; its intervals are blank where they rest on fewer than 10 dialogues), 2 replies per level and
+        # 1 agent episode; notebooks 05 and 06 answer 2 and 1 samples per adapter. Every limit draws whole dialogues at
+        # random (seed SUBSET_SEED, stratified by first API; apibank_lib.runs.subsets), the same for every model, never
+        # the first samples of the files.
         "MODELS": list(QUICK_MODELS),
         "LIMIT": None,
         "KIND_LIMITS": {"response": 2, "episodes": 1},
