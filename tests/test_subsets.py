@@ -126,3 +126,14 @@ def test_the_draw_estimates_the_level_where_the_first_samples_do_not(bench: Benc
     whole = bootstrap_mean([float(j.correct) for j in level1], [j.dialogue_id for j in level1])
     first = accuracy(set(_keys(bench, levels=(1,), tasks=("api",), limit=60, draw=FIRST)))
     assert not whole.low <= first <= whole.high, (first, whole)
+
+
+def test_a_folder_is_labelled_by_every_plan_that_wrote_it() -> None:
+    from apibank_lib.runs.subsets import describe_plans
+
+    everything = {"levels": [1, 2, 3], "limit": None}
+    drawn = {"levels": [1, 2, 3], "limit": 40, "draw": "random", "subset_seed": 0}
+    assert describe_plans([everything, {"levels": [2], "limit": None}]) == "all"
+    assert describe_plans([{"levels": [1], "limit": None}, drawn]) == "L1 all; L1-3 40 (random dialogues, seed 0)"
+    assert describe_plans([drawn, drawn]) == "L1-3 40 (random dialogues, seed 0)"
+    assert describe_plans([{"levels": [3, 1], "limit": 6, "draw": "first"}]) == "L1,3 6 (first)"

@@ -37,6 +37,7 @@ from apibank_lib.grading.taxonomy import PAPER_LABEL
 from apibank_lib.runs.config import planned_trials, trial_key
 from apibank_lib.runs.folder import RunFolder, RunInfo
 from apibank_lib.runs.records import JudgmentRecord, LevelMetrics, Metrics, PredictionRecord, Predictions
+from apibank_lib.runs.subsets import describe_plans
 from apibank_lib.runs.trials import trial_figures
 
 __all__ = [
@@ -543,6 +544,7 @@ def scored(
         metrics,
         [j for j in judgments if j.excluded is None],
         [j for j in judgments if j.excluded is not None],
+        describe_plans(info.plans),
     )
 
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from apibank_lib.core.errors import ConfigError
 
-__all__ = ["DRAWS", "RANDOM", "FIRST", "SEARCH_API", "check_draw", "stratum_of", "dialogue_order", "take", "describe"]
+__all__ = ["DRAWS", "RANDOM", "FIRST", "SEARCH_API", "check_draw", "stratum_of", "dialogue_order", "take", "describe", "describe_plans"]
 
 RANDOM = "random"
 """A seeded, stratified draw of whole dialogues (the default wherever a limit is given)."""
@@ -164,3 +164,25 @@ def describe(limit: int | None, draw: str = RANDOM, seed: int = 0) -> str:
     if limit is None:
         return "all"
     return f"{limit} (first)" if draw == FIRST else f"{limit} (random dialogues, seed {seed})"
+
+
+def _levels_text(levels: Sequence[int]) -> str:
+    ordered = sorted(set(levels))
+    if len(ordered) > 1 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"L{ordered[0]}-{ordered[-1]}"
+    return "L" + ",".join(str(level) for level in ordered)
+
+
+def describe_plans(plans: Sequence[Mapping[str, Any]]) -> str:
+    """What a run folder holds, in words, from the plans of the commands that wrote it: ``all`` when none of them had
+    a limit, else each plan's levels and limit (``L1 all; L1-3 40 (random dialogues, seed 0)``). A folder that one
+    command filled with every sample and another with a draw is labelled so, not ``all``."""
+    if all(plan.get("limit") is None for plan in plans):
+        return "all"
+    parts: list[str] = []
+    for plan in plans:
+        limit = plan.get("limit")
+        text = f"{_levels_text(plan.get('levels') or ())} {describe(limit, plan.get('draw', RANDOM), plan.get('subset_seed', 0))}"
+        if text not in parts:
+            parts.append(text)
+    return "; ".join(parts)
