@@ -83,6 +83,7 @@ def test_comparison_labels_say_model_prompt_mode_protocol_and_data(bench: Benchm
     assert labels == [["oracle", "reference", "v2.2", "bundled"], ["oracle", "reference", "paper-1", "official"], ["scripted", "completion", "v2.2", "bundled"]]
     assert {"L1 ROUGE-L (rouge)", "L1 ROUGE-L (rouge-score)", "partial"} <= set(table.columns)
     assert table["empty answers"].tolist() == [0, 0, 0]
+    assert table["subset"].tolist() == ["L1 4 (random dialogues, seed 0)"] * 3  # what each folder holds
 
 
 def test_main_table_has_the_papers_layout_and_rows(bench: Benchmark, release: Benchmark, tmp_path: Path) -> None:

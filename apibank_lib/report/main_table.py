@@ -236,9 +236,9 @@ def _short_count(n: Any) -> str:
 
 
 def compare_runs(runs: Sequence[ScoredRun], *, price_per_mtok: tuple[float, float] | None = None) -> pd.DataFrame:
-    """Many runs side by side: labels, accuracy and ROUGE-L (both packages) per level, coverage, empty answers, and
-    what each cost (:mod:`apibank_lib.runs.costs`: tokens in and out, seconds per answer, answers per second of answering
-    time, and with ``price_per_mtok`` (in, out per million tokens) the price).
+    """Many runs side by side: labels, the subset each folder holds, accuracy and ROUGE-L (both packages) per level,
+    coverage, empty answers, and what each cost (:mod:`apibank_lib.runs.costs`: tokens in and out, seconds per
+    answer, answers per second of answering time, and with ``price_per_mtok`` (in, out per million tokens) the price).
 
     The columns say which ROUGE-L package each number is from; the protocol's
     own is the one :func:`main_table` reports.
@@ -246,7 +246,7 @@ def compare_runs(runs: Sequence[ScoredRun], *, price_per_mtok: tuple[float, floa
     pd = pandas_module()
     rows = []
     for r in runs:
-        row: dict[str, Any] = {**r.labels()}
+        row: dict[str, Any] = {**r.labels(), "subset": r.subset}
         for lv, m in r.metrics.levels.items():
             row[f"L{lv} acc"] = percent(m.api_accuracy)
             row[f"L{lv} samples"] = m.api_samples
