@@ -21,7 +21,6 @@ Conventions:
 * Figures from elsewhere carry ``source = "reported"``; ours ``"measured here"``.
 """
 
-
 from apibank_lib.core.paths import figures_dir, results_dir
 from apibank_lib.report.comparisons import breakdown, paired_table, paired_tables, sample_success_rates, trials_table
 from apibank_lib.report.data_tables import calls_by_domain, check_release, level_statistics_table, statistics_table

@@ -1,4 +1,4 @@
-"""One table cell with its interval: accuracy over judgments or items, mean ROUGE-L, in percent (shared by the tables)."""
+"""A table cell with its interval: accuracy over judgments or items and mean ROUGE-L, in percent (for every table)."""
 
 from __future__ import annotations
 
