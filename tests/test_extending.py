@@ -67,21 +67,29 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
-def _apibank(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _python(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Python with ``args``, importing the copy's package instead of the project's."""
     env = {**os.environ, "PYTHONPATH": str(copy)}
-    return subprocess.run(
-        [sys.executable, "-m", "apibank_lib", *args], cwd=copy, env=env, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _apibank(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _python(copy, "-m", "apibank_lib", *args)
+
+
+def _copy_package(root: Path) -> Path:
+    """The package copied under ``root``, with the data and models it reads linked beside it; returns ``root``."""
+    shutil.copytree(PACKAGE, root / "apibank_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("data", "models"):
+        (root / folder).symlink_to(PROJECT_ROOT / folder)
+    return root
 
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the package (and the data it reads) with a toy protocol, backend and retriever added by their
     recipes: the files each recipe names, and no others."""
-    root = tmp_path_factory.mktemp("extended")
-    shutil.copytree(PACKAGE, root / "apibank_lib", ignore=shutil.ignore_patterns("__pycache__"))
-    for folder in ("data", "models"):
-        (root / folder).symlink_to(PROJECT_ROOT / folder)
+    root = _copy_package(tmp_path_factory.mktemp("extended"))
     package = root / "apibank_lib"
     # A grading protocol: one definition added to PROTOCOLS (1 file).
     _edit(
@@ -193,26 +201,14 @@ def test_a_new_tool_is_registered_by_its_class_and_the_checks_ask_for_the_rest(t
     from apibank_lib.env.tools.registry import tool_classes
     from tests.helpers import TOOL_COUNTS
 
-    root = tmp_path / "extended"
-    shutil.copytree(PACKAGE, root / "apibank_lib", ignore=shutil.ignore_patterns("__pycache__"))
-    for folder in ("data", "models"):
-        (root / folder).symlink_to(PROJECT_ROOT / folder)
+    root = _copy_package(tmp_path / "extended")
     module = root / "apibank_lib" / "env" / "tools" / "calculator.py"
     module.write_text(module.read_text(encoding="utf-8") + TOY_TOOL, encoding="utf-8")
     called = _apibank(root, "call", "[Echo(text='hello')]")
     assert called.returncode == 0, called.stderr[-2000:]
     assert json.loads(called.stdout)["output"] == "hello"
-    count = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from apibank_lib.env.tools.registry import tool_classes; print(len(tool_classes('level-1-2')))",
-        ],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=120,
+    count = _python(
+        root, "-c", "from apibank_lib.env.tools.registry import tool_classes; print(len(tool_classes('level-1-2')))"
     )
     assert int(count.stdout) == len(tool_classes(LEVEL12)) + 1 == TOOL_COUNTS["level-1-2"] + 1
     validated = _apibank(root, "validate")
