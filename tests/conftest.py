@@ -31,3 +31,24 @@ def _runs_outside_the_project(tmp_path_factory: pytest.TempPathFactory) -> None:
     import os
 
     os.environ["APIBANK_RUNS"] = str(tmp_path_factory.mktemp("default-runs"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny randomly initialised Qwen2 (2 layers, width 32) with the embedded Qwen2.5 tokenizer, saved as a
+    transformers folder: for the tests of training control flow, where a step must take milliseconds."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from apibank_lib.models.transformers_backend import load_tokenizer
+
+    tok = load_tokenizer("qwen2.5-coder-0.5b")
+    config = Qwen2Config(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=8192, tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-qwen2")
+    Qwen2ForCausalLM(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -25,25 +25,6 @@ pytest.importorskip("trl")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from apibank_lib.models.transformers_backend import load_tokenizer
-
-    tok = load_tokenizer("qwen2.5-coder-0.5b")
-    config = Qwen2Config(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=8192, tie_word_embeddings=True,
-    )
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-qwen2")
-    Qwen2ForCausalLM(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
     path = tmp_path / "kite_repair.yaml"

@@ -19,13 +19,13 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from apibank_lib.cli import data_commands, report_commands, run_commands, train_commands
+from apibank_lib.cli import data_commands, integration_commands, report_commands, run_commands, train_commands
 from apibank_lib.cli.output import fail
 from apibank_lib.core.errors import ApibankError, BackendError
 
 __all__ = ["main", "build_parser"]
 
-GROUPS = (data_commands, run_commands, report_commands, train_commands)
+GROUPS = (data_commands, run_commands, report_commands, train_commands, integration_commands)
 """The command groups, one module each, in the order ``apibank --help`` lists them."""
 
 

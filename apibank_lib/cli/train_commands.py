@@ -151,7 +151,11 @@ def add_commands(sub: Any) -> None:
         help="a group of corpus paths; with several --source groups, each gives an equal share of --examples "
         "(e.g. AI-written against model-made, half and half)",
     )
-    p.add_argument("--format", choices=("corpus", "toolalpaca"), default="corpus", help="toolalpaca: ToolAlpaca training files")
+    p.add_argument(
+        "--format", choices=("corpus", "toolalpaca", "hf"), default="corpus",
+        help="toolalpaca: ToolAlpaca training files; hf: datasets in the messages layout (apibank export --format hf; "
+        "a save_to_disk folder or a Parquet file), trained with --prompt-modes chat",
+    )
     p.add_argument("--out", required=True, help="output folder: adapter, checkpoint (resumes), loss.csv, training.json")
     p.add_argument("--model", default="gemma-3-270m")
     p.add_argument("--method", choices=("lora", "full"), default="lora")

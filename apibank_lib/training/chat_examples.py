@@ -20,13 +20,13 @@ from typing import Any, Callable, Iterable
 from apibank_lib.core.types import ApiCallSample, ApiRecord, Sample
 from apibank_lib.prompting.chat import build_chat
 from apibank_lib.prompting.chat_template import ChatTemplate, TemplateError
-from apibank_lib.prompting.modes import CHAT_PROMPT, PAPER_PROMPT, TEMPLATE_MODES
+from apibank_lib.prompting.modes import CHAT_PROMPT, PAPER_PROMPT, TEMPLATE_MODES, parse_modes
 from apibank_lib.prompting.prompts import build_prompt
 from apibank_lib.training.export import TrainingExample, answer_text, ordered_apis
 
 __all__ = [
-    "TEMPLATE_MODES", "answer_message", "mode_of", "mode_renderer", "parse_modes", "template_example", "template_examples",
-    "template_of",
+    "TEMPLATE_MODES", "answer_message", "message_examples", "mode_of", "mode_renderer", "parse_modes", "render_answered",
+    "template_example", "template_examples", "template_of",
 ]
 
 def template_of(tokenizer: Any) -> ChatTemplate:
@@ -82,20 +82,54 @@ def template_example(sample: Sample, catalog: Any, template: ChatTemplate, mode:
         messages, tools, answer = build_prompt(context, catalog).messages, None, _paper_answer(sample)
     else:
         raise TemplateError(f"unknown template mode {mode!r}; choose one of {', '.join(TEMPLATE_MODES)}")
+    prompt, target = render_answered(sample.key, messages, tools, answer, template)
+    return TrainingExample(sample.key, sample.level, sample.kind, prompt, target, mode)
+
+
+def render_answered(
+    key: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, answer: dict[str, Any], template: ChatTemplate
+) -> tuple[str, str]:
+    """A conversation and its answer through a chat template: the prompt (ending with the generation prompt) and
+    the target (what the answered rendering adds to it, up to the answer's end of turn).
+
+    Raises:
+        TemplateError: the template cannot render it, or renders the answered conversation so that the prompt is
+            not its beginning (the target would then not be what the model continues with); ``key`` is named.
+    """
     try:
         prompt = template.render(messages, tools, add_generation_prompt=True)
         full = template.render([*messages, answer], tools, add_generation_prompt=False)
     except TemplateError as exc:
-        raise TemplateError(f"{sample.key}: {exc}") from exc
+        raise TemplateError(f"{key}: {exc}") from exc
     if not full.startswith(prompt):
         at = next((i for i, (a, b) in enumerate(zip(prompt, full)) if a != b), min(len(prompt), len(full)))
         raise TemplateError(
-            f"{sample.key}: the chat template renders the answered conversation differently from the prompt "
+            f"{key}: the chat template renders the answered conversation differently from the prompt "
             f"(they part at character {at}: {prompt[at:at + 40]!r} vs {full[at:at + 40]!r})"
         )
     # What follows the answer's end-of-turn (a newline, for most templates) is not part of the answer.
-    target = full[len(prompt) :].rstrip()
-    return TrainingExample(sample.key, sample.level, sample.kind, prompt, target, mode)
+    return prompt, full[len(prompt) :].rstrip()
+
+
+def message_examples(rows: Iterable[dict[str, Any]], template: ChatTemplate) -> list[TrainingExample]:
+    """Rows in the messages-and-tools layout (``apibank export --format hf``) as chat examples: every message but
+    the last is the prompt, the last (an assistant turn) is the answer. Rows flagged ``duplicate`` are left out.
+
+    Raises:
+        TemplateError: a row lacks ``id``/``level``/``kind``/``messages`` or does not end with an assistant
+            message, or its template rendering fails; the row is named.
+    """
+    out = []
+    for n, row in enumerate(rows):
+        key = str(row.get("id", f"row {n}"))
+        messages = row.get("messages") or []
+        if not {"id", "level", "kind", "messages"} <= set(row) or not messages or messages[-1].get("role") != "assistant":
+            raise TemplateError(f"{key}: a training row needs id, level, kind and messages ending with the assistant's answer")
+        if row.get("duplicate"):
+            continue
+        prompt, target = render_answered(key, list(messages[:-1]), row.get("tools") or None, messages[-1], template)
+        out.append(TrainingExample(key, int(row["level"]), str(row["kind"]), prompt, target, CHAT_PROMPT))
+    return out
 
 
 def template_examples(

@@ -50,7 +50,7 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
     """The training examples a data source describes, and a one-line note of what was read.
 
     Args:
-        data: ``format`` (``corpus`` or ``toolalpaca``), ``paths``, ``examples``
+        data: ``format`` (``corpus``, ``toolalpaca``, or ``hf``: datasets in the messages layout), ``paths``, ``examples``
             (how many to draw; None for all), ``mix`` (group shares, as
             :func:`~apibank_lib.training.export.parse_shares` reads them), ``seed``, and ``modes``: the renderings
             through the model's chat template and their shares (``chat=0.7,paper=0.3``, as
@@ -93,12 +93,43 @@ def build_examples(data: dict[str, Any], template: Any = None) -> tuple[list[Tra
         report = check_corpus(paths)
         pool = examples_from_corpus(report, render=render, api_order=order, seed=data.get("seed", 0))
         note = f"{len(report.accepted)} dialogues accepted ({len(report.rejected)} rejected); {len(pool)} examples"
+    elif data.get("format", "corpus") == "hf":
+        if render is None:
+            raise ConfigError("datasets in the messages layout are chat conversations: train them with --prompt-modes chat")
+        from apibank_lib.training.chat_examples import message_examples
+
+        # The rows are rendered conversations already: the modes' shares and API orders do not apply to them.
+        pool = [e for path in paths for e in message_examples(_hf_rows(path), template)]
+        note = f"{len(pool)} examples from datasets in the messages layout"
     else:
-        raise ConfigError(f"unknown training data format {data.get('format')!r}; use corpus or toolalpaca")
+        raise ConfigError(f"unknown training data format {data.get('format')!r}; use corpus, toolalpaca or hf")
     if not pool:
         raise ConfigError(f"no training example in {' '.join(paths)}")
     chosen = mix(pool, data.get("examples") or len(pool), parse_shares(data.get("mix") or DEFAULT_MIX), seed=data.get("seed", 0))
     return chosen, f"{note}, training on {len(chosen)}"
+
+
+def _hf_rows(path: str) -> list[dict[str, Any]]:
+    """The rows of a dataset saved with ``save_to_disk`` (``apibank export --format hf``): its ``train`` split, or
+    every split of a dataset without one, or a Parquet file's rows.
+
+    Raises:
+        ConfigError: nothing there that ``datasets`` can read.
+    """
+    from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+
+    try:
+        if path.endswith(".parquet"):
+            loaded: Any = load_dataset("parquet", data_files=path, split="train")
+        else:
+            loaded = load_from_disk(path)
+    except (FileNotFoundError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a dataset saved by datasets ({exc})") from exc
+    if isinstance(loaded, DatasetDict):
+        parts = [loaded["train"]] if "train" in loaded else [loaded[s] for s in sorted(loaded)]
+    else:
+        parts = [loaded] if isinstance(loaded, Dataset) else []
+    return [row for part in parts for row in part]
 
 
 def _balanced(data: dict[str, Any], template: Any) -> tuple[list[TrainingExample], str]:
