@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from apibank_lib.cli.options import add_common
+from apibank_lib.cli.options import PROTOCOL_NAMES, add_common, add_retriever
 from apibank_lib.cli.output import print_json, text_table
 from apibank_lib.core.errors import ConfigError
 
@@ -47,6 +47,38 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    import sys
+
+    from apibank_lib.data.datasets import load_benchmark
+    from apibank_lib.integrations.mcp_server import SandboxServer, serve_http, serve_stdio
+    from apibank_lib.runs.config import default_runs_dir
+
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError("apibank mcp needs the mcp package: pip install 'apibank_lib[mcp]'") from exc
+    bench = load_benchmark(args.data)
+    what = f"item-{args.item}" if args.level == 3 else str(args.dialogue)
+    out = args.out or str(default_runs_dir() / "mcp" / f"{bench.source}-L{args.level}-{what}")
+    served = SandboxServer(
+        bench, args.level, item=args.item, dialogue=args.dialogue, protocol=args.protocol, out=out, retriever=args.retriever
+    )
+    if args.transport == "stdio":
+        done = asyncio.run(serve_stdio(served))
+    else:
+        print(f"apibank mcp: serving {served.name} on http://{args.host}:{args.port}/mcp (Ctrl-C ends)", file=sys.stderr)
+        try:
+            done = serve_http(served, args.host, args.port)
+        except KeyboardInterrupt:
+            done = served.finished
+    # Standard output is the MCP wire while stdio serves: what was written goes to standard error.
+    print(json.dumps({"out": out, "sessions": done}, indent=1, ensure_ascii=False), file=sys.stderr)
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     """Add this group's commands to the ``apibank`` parser's subparsers."""
     p = sub.add_parser(
@@ -63,3 +95,21 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--no-corpora", action="store_true", help="export the benchmark only")
     p.add_argument("--no-benchmark", action="store_true", help="export the corpora only")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "mcp", help="serve a level-3 item's (or a dialogue's) tools over the Model Context Protocol, a sandbox per session"
+    )
+    p.add_argument("--data", default=None, help="benchmark root (default: the bundled benchmark; or an official release)")
+    p.add_argument("--level", type=int, choices=[1, 2, 3], default=3)
+    p.add_argument("--item", type=int, default=None, help="the level-3 item's id")
+    p.add_argument("--dialogue", default=None, help="the dialogue's name (levels 1 and 2)")
+    p.add_argument("--protocol", choices=PROTOCOL_NAMES, default="v2", help="how calls are converted and episodes judged")
+    add_retriever(p)
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="http: streamable HTTP on --host:--port")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument(
+        "--out", default=None,
+        help="session logs, answers files and scored run folders (default: <runs dir>/mcp/<data>-L<level>-<item>)",
+    )
+    p.set_defaults(func=cmd_mcp)

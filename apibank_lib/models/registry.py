@@ -27,6 +27,7 @@ BACKENDS: dict[str, str] = {
     "oracle": "apibank_lib.models.baselines:OracleBackend",
     "no-call": "apibank_lib.models.baselines:NoCallBackend",
     "heuristic": "apibank_lib.models.baselines:HeuristicBackend",
+    "recorded": "apibank_lib.models.recorded:RecordedBackend",
 }
 """Backend kind -> ``module:Class``; adding a backend is one line here plus its module."""
 

@@ -28,7 +28,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -584,6 +584,7 @@ def run(
     backend: Backend | None = None,
     bench: Benchmark | None = None,
     progress: bool | Callable[..., Any] = True,
+    only: Collection[str] | None = None,
 ) -> RunResult:
     """Run a backend over the configured samples into a run folder (resuming if it exists).
 
@@ -592,6 +593,8 @@ def run(
         backend: an already-built backend (else built from ``config.model`` and its options).
         bench: an already-loaded benchmark (else loaded from ``config.data``).
         progress: show a progress bar (True), none (False), or a tqdm-like factory.
+        only: answer only the planned samples and episodes with these keys (answers recorded elsewhere for part
+            of a plan, :mod:`apibank_lib.models.recorded`); the folder's coverage then says it is partial.
 
     Raises:
         ConfigError: invalid settings, or a folder holding a run with other settings.
@@ -609,6 +612,8 @@ def run(
     backend.preflight()  # a wrong address or a dead server stops here, before anything is written
     # Trial by trial: an interrupted run with several trials has whole first trials, the most useful part.
     items = plan(bench, config)
+    if only is not None:
+        items = [x for x in items if x.key in only]
     work = [(item, t) for t in range(1, config.trials + 1) for item in items]
     folder = open_run(config, bench, backend)
     existing = folder.read_predictions(repair=True).records
