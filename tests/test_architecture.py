@@ -148,7 +148,7 @@ def test_every_notebook_is_one_text_file_named_where_it_is_listed() -> None:
         assert [t for t in texts if f"`{t}`" not in text and f"**`{t}`**" not in text] == [], listing.name
 
 
-STAGES = ["core", "retrieval", "env", "data", "prompting", "grading", "models", "runs", "training", "synthesis", "report", "cli"]
+STAGES = ["core", "retrieval", "env", "data", "prompting", "grading", "models", "runs", "training", "synthesis", "report", "integrations", "cli"]
 
 
 def test_the_stage_contracts_hold() -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from apibank_lib.cli.options import PROTOCOL_NAMES, add_common, add_retriever
+from apibank_lib.cli.options import PROTOCOL_NAMES, add_common, add_json, add_retriever
 from apibank_lib.cli.output import print_json, text_table
 from apibank_lib.core.errors import ConfigError
+from apibank_lib.env.protocols import V2
 
 __all__ = ["add_commands", "cmd_export"]
 
@@ -44,6 +45,27 @@ def cmd_export(args: argparse.Namespace) -> int:
     rows = [[name, split, n, done.notes[name]] for name, splits in done.counts.items() for split, n in splits.items()]
     print(text_table(rows, ["dataset", "split", "rows", "from"]))
     print(f"\nWritten to {done.out} (load_from_disk('{done.out}/<dataset>'); Parquet under parquet/; card: README.md)")
+    return 0
+
+
+def cmd_import_inspect(args: argparse.Namespace) -> int:
+    try:
+        import inspect_ai  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError("apibank import-inspect needs inspect_ai: pip install 'apibank_lib[inspect]'") from exc
+    from apibank_lib.integrations.inspect_log import import_inspect_log
+
+    result, metrics = import_inspect_log(args.log, out=args.out, data=args.data)
+    if args.json:
+        print_json({"run": str(result.path), "answered": result.answered, "metrics": metrics.to_dict()})
+        return 0
+    rows = [
+        [f"L{lv}", m.api_samples, "" if m.api_accuracy is None else f"{100 * m.api_accuracy:.2f}",
+         "" if m.episodes is None else f"{m.episodes_succeeded}/{m.episodes}"]
+        for lv, m in sorted(metrics.levels.items())
+    ]
+    print(text_table(rows, ["level", "API-call samples", "accuracy %", "episodes"]))
+    print(f"\nRun folder: {result.path} (apibank compare, the notebooks and the explorer read it)")
     return 0
 
 
@@ -96,6 +118,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--no-benchmark", action="store_true", help="export the corpora only")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("import-inspect", help="an inspect_ai log of apibank_lib/api_bank as a scored run folder")
+    p.add_argument("log", help="the inspect log (.eval or .json)")
+    p.add_argument("--out", default=None, help="the run folder (default: the runs folder, named as any run)")
+    p.add_argument("--data", default=None, help="where the log's data is now, when it moved")
+    add_json(p)
+    p.set_defaults(func=cmd_import_inspect)
+
     p = sub.add_parser(
         "mcp", help="serve a level-3 item's (or a dialogue's) tools over the Model Context Protocol, a sandbox per session"
     )
@@ -103,7 +132,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--level", type=int, choices=[1, 2, 3], default=3)
     p.add_argument("--item", type=int, default=None, help="the level-3 item's id")
     p.add_argument("--dialogue", default=None, help="the dialogue's name (levels 1 and 2)")
-    p.add_argument("--protocol", choices=PROTOCOL_NAMES, default="v2", help="how calls are converted and episodes judged")
+    p.add_argument("--protocol", choices=PROTOCOL_NAMES, default=V2.name, help="how calls are converted and episodes judged")
     add_retriever(p)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="http: streamable HTTP on --host:--port")
     p.add_argument("--host", default="127.0.0.1")

@@ -25,7 +25,7 @@ from typing import Any
 from apibank_lib.core.errors import ConfigError
 from apibank_lib.core.types import ApiCall, ApiRecord, Dialogue, Episode
 from apibank_lib.data.datasets import Benchmark
-from apibank_lib.env.protocols import GradingProtocol, get_protocol
+from apibank_lib.env.protocols import V2, GradingProtocol, get_protocol
 from apibank_lib.env.sandbox import Sandbox
 from apibank_lib.models.recorded import write_answers
 from apibank_lib.prompting.chat import (
@@ -90,7 +90,7 @@ class SandboxServer:
         *,
         item: int | None = None,
         dialogue: str | None = None,
-        protocol: str | GradingProtocol = "v2",
+        protocol: str | GradingProtocol = V2,
         out: str | Path,
         retriever: str | None = None,
     ) -> None:

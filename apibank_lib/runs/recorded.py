@@ -12,6 +12,7 @@ from typing import Any
 
 from apibank_lib.core.errors import ConfigError
 from apibank_lib.data.datasets import Benchmark, load_benchmark
+from apibank_lib.env.protocols import V2
 from apibank_lib.models.recorded import RecordedBackend
 from apibank_lib.runs.config import RunConfig, plan
 from apibank_lib.runs.runner import RunResult, run
@@ -27,7 +28,7 @@ def _level_and_kind(key: str) -> tuple[int, str]:
     return int(head[1]), kind
 
 
-def recorded_config(backend: RecordedBackend, *, protocol: str = "v2", data: str | None = None, out: str | None = None,
+def recorded_config(backend: RecordedBackend, *, protocol: str = V2.name, data: str | None = None, out: str | None = None,
                     runs_dir: str | None = None, retriever: str | None = None) -> RunConfig:
     """The run settings that plan every sample and episode an answers file names (and, with ``only``, no other)."""
     found = [_level_and_kind(k) for k in backend.answers]
@@ -51,7 +52,7 @@ def run_recorded(
     *,
     bench: Benchmark | None = None,
     data: str | None = None,
-    protocol: str = "v2",
+    protocol: str = V2.name,
     out: str | None = None,
     runs_dir: str | None = None,
     retriever: str | None = None,
