@@ -123,3 +123,58 @@ def test_a_level_1_dialogue_serves_its_apis(bench: Benchmark, tmp_path: Path) ->
     assert asyncio.run(go()) == [n for n in dialogue.api_names]
     done = served.end_all()
     assert done[0]["calls"] == 1 and "run" not in done[0]  # levels 1-2: the session's log, no episode
+
+
+def test_http_sessions_each_get_a_sandbox_and_are_written_when_the_server_stops(bench: Benchmark, tmp_path: Path) -> None:
+    """Streamable HTTP on loopback: two MCP sessions (the handshake revisions, which have session ids) in one
+    server process, each with its own sandbox; a client on the stateless revision is refused with a clear error."""
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    import httpx
+    from mcp import Client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    item = bench.episodes()[0].item.id
+    cmd = [sys.executable, "-m", "apibank_lib", "mcp", "--item", str(item), "--transport", "http", "--port", str(port), "--out", str(tmp_path)]
+    err = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=err)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(120):
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.25)
+
+        async def two() -> list[list[str]]:
+            async with Client(url, mode="legacy") as a, Client(url, mode="legacy") as b:
+                await a.call_tool("ToolSearcher", {"keywords": "account information of a user"})
+                return [[t.name for t in (await c.list_tools()).tools] for c in (a, b)]
+
+        seen_a, seen_b = asyncio.run(two())
+        assert len(seen_a) == 2 and seen_b == ["ToolSearcher"]  # b never saw a's search
+
+        async def stateless() -> None:
+            async with Client(url) as c:
+                await c.list_tools()
+
+        def messages(exc: BaseException) -> str:
+            inner = getattr(exc, "exceptions", ())
+            return str(exc) + " ".join(messages(e) for e in inner)
+
+        with pytest.raises(BaseException) as refused:  # noqa: B017 - the SDK wraps the refusal in an exception group
+            asyncio.run(stateless())
+        assert "sandbox per MCP session" in messages(refused.value)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        err.close()
+    report = (tmp_path / "server.log").read_text()
+    written = json.loads(report[report.index("{\n"):])
+    assert sorted(s["calls"] for s in written["sessions"]) == [0, 1] and all("run" in s for s in written["sessions"])

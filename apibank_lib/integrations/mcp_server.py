@@ -236,6 +236,7 @@ def build_server(served: SandboxServer, *, require_session_ids: bool = False) ->
     """
     import mcp_types as types
     from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
 
     def session_of(ctx: Any) -> McpSession:
         # The SDK builds a context per request; the connection's session id (handshake-era HTTP) names the
@@ -243,7 +244,8 @@ def build_server(served: SandboxServer, *, require_session_ids: bool = False) ->
         connection = getattr(ctx.session, "_connection", None)
         key = getattr(connection, "session_id", None)
         if key is None and require_session_ids:
-            raise ValueError(
+            raise MCPError(
+                types.INVALID_REQUEST,
                 "this server keeps a sandbox per MCP session: connect with a protocol revision that has sessions "
                 "over HTTP (2025-11-25 or earlier), or over stdio"
             )
@@ -276,7 +278,7 @@ def build_server(served: SandboxServer, *, require_session_ids: bool = False) ->
 
     async def get_prompt(ctx: Any, params: Any) -> Any:
         if params.name != "task":
-            raise ValueError(f"unknown prompt {params.name!r}; this server has 'task'")
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; this server has 'task'")
         message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=served.requirement()))
         return types.GetPromptResult(description=served.instructions(), messages=[message])
 
@@ -286,7 +288,7 @@ def build_server(served: SandboxServer, *, require_session_ids: bool = False) ->
 
     async def read_resource(ctx: Any, params: Any) -> Any:
         if str(params.uri) != REQUIREMENT_URI:
-            raise ValueError(f"unknown resource {params.uri}; this server has {REQUIREMENT_URI}")
+            raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; this server has {REQUIREMENT_URI}")
         contents = types.TextResourceContents(uri=REQUIREMENT_URI, mime_type="text/plain", text=served.requirement())
         return types.ReadResourceResult(contents=[contents])
 
