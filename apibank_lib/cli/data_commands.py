@@ -1,4 +1,5 @@
-"""The commands about data and the sandbox: ``stats``, ``replay``, ``search``, ``call``, ``apis``, ``validate``, ``build-data``."""
+"""The commands about data and the sandbox: ``stats``, ``replay``, ``search``, ``call``, ``apis``, ``validate``, ``twin``,
+``build-data``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from apibank_lib.cli.options import PROTOCOL_NAMES, add_common, add_retriever
 from apibank_lib.cli.output import print_json, progress, text_table, warn
 from apibank_lib.core.errors import ConfigError
 
-__all__ = ["cmd_stats", "cmd_replay", "cmd_search", "cmd_call", "cmd_apis", "cmd_validate", "cmd_build_data", "add_commands"]
+__all__ = ["add_commands", "cmd_apis", "cmd_build_data", "cmd_call", "cmd_replay", "cmd_search", "cmd_stats", "cmd_twin", "cmd_validate"]
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -249,6 +250,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if report.valid else 1
 
 
+def cmd_twin(args: argparse.Namespace) -> int:
+    from apibank_lib.grading.twins import make_twin
+
+    change = [c.strip() for c in args.change.split(",") if c.strip()]
+    report = make_twin(args.data, args.out, seed=args.seed, change=change)
+    if args.json:
+        print_json(report.to_dict())
+        return 0
+    print(f"Twin written to {report.out}: {len(report.renaming.apis)} APIs and {len(report.renaming.parameters)} "
+          f"parameters renamed, {report.files} data files rewritten")
+    print(text_table([[f"L{lv}", figure] for lv, figure in sorted(report.replay.items())], ["level", "gold replay under v2"]))
+    for e in report.excluded:
+        print(f"  excluded {e['key']}: {e['reason']}")
+    print(f"\nUse it as any data: apibank validate --data {report.out}; apibank run --data {report.out} ...")
+    return 0
+
+
 def cmd_build_data(args: argparse.Namespace) -> int:
     from apibank_lib.data.authoring import build, preview
 
@@ -318,6 +336,13 @@ def add_commands(sub: Any) -> None:
     add_common(p)
     p.add_argument("--min-uses", type=int, default=2, help="our benchmark: minimum uses of each level-1/2 tool")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("twin", help="a twin of a benchmark: the same tasks under new API and parameter names, gold checked by execution")
+    add_common(p)
+    p.add_argument("--out", required=True, help="the twin's folder (new or empty)")
+    p.add_argument("--seed", type=int, default=0, help="which synonyms are chosen")
+    p.add_argument("--change", default="names,parameters", help="what changes: names and/or parameters (values: not built yet)")
+    p.set_defaults(func=cmd_twin)
 
     p = sub.add_parser(
         "build-data", help="build the bundled benchmark from data/src, recording gold results with our tools"

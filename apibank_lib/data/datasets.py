@@ -10,6 +10,7 @@ training data can be cut like evaluation data.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -43,6 +44,7 @@ from apibank_lib.data.formats.official import (
 )
 from apibank_lib.env.databases import load_databases
 from apibank_lib.env.protocols import V2, GradingProtocol
+from apibank_lib.env.renaming import Renaming, renamed_toolset
 from apibank_lib.env.sandbox import Sandbox
 from apibank_lib.env.tools.base import LEVEL12
 from apibank_lib.env.tools.registry import domains, toolset_for_level
@@ -188,6 +190,8 @@ class Benchmark:
             (empty for our bundled data, whose descriptions come from the tool classes).
         test_data: an official release's rendered samples, by file stem, when present.
         files: every data file read (for the fingerprint).
+        renaming: a twin's new API and parameter names (:mod:`apibank_lib.data.twins`); its tool sets answer to them.
+        excluded: sample key -> why a twin leaves it out (its gold did not execute to the renamed original).
     """
 
     root: Path
@@ -201,6 +205,8 @@ class Benchmark:
     metadata_l3: dict[str, ToolSchema] = field(default_factory=dict)
     test_data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    renaming: Renaming | None = None
+    excluded: dict[str, str] = field(default_factory=dict)
     _toolsets: dict[str, ToolSet] = field(default_factory=dict, init=False, compare=False)
 
     def __repr__(self) -> str:
@@ -212,8 +218,8 @@ class Benchmark:
 
     @property
     def name(self) -> str:
-        """A short label for tables: ``bundled`` or the release folder's name."""
-        return self.root.name if self.official else "bundled"
+        """A short label for tables: ``bundled``, or the release's (or twin's) folder name."""
+        return self.root.name if self.official or self.renaming is not None else "bundled"
 
     @property
     def source(self) -> str:
@@ -242,7 +248,8 @@ class Benchmark:
         """The tool set of a level, showing this benchmark's API descriptions (built once per tool set)."""
         base = toolset_for_level(level)
         if base.name not in self._toolsets:
-            self._toolsets[base.name] = base.with_metadata(self.metadata_l3 if level == 3 else self.metadata_l12)
+            shown = base.with_metadata(self.metadata_l3 if level == 3 else self.metadata_l12)
+            self._toolsets[base.name] = shown if self.renaming is None else renamed_toolset(shown, self.renaming)
         return self._toolsets[base.name]
 
     def level_databases(self, level: int) -> dict[str, Any]:
@@ -336,8 +343,15 @@ def load_benchmark(path: str | Path | None = None) -> Benchmark:
             files += sorted((root / "recordings").glob("*.json"))
         level3_databases = load_databases(root / "lv3_database") if (root / "lv3_database").is_dir() else {}
         files += sorted((root / "lv3_database").glob("*.json")) if (root / "lv3_database").is_dir() else []
+    renaming, excluded = None, {}
+    if (root / "twin.json").is_file():  # a twin (apibank_lib.data.twins): the same tools under new names
+        twin = json.loads((root / "twin.json").read_text(encoding="utf-8"))
+        renaming = Renaming(twin["renaming"]["apis"], twin["renaming"]["parameters"])
+        excluded = {e["key"]: e["reason"] for e in twin.get("excluded", [])}
+        files.append(root / "twin.json")
     return Benchmark(
-        root, official, level1, level2, level3, databases, level3_databases, metadata_l12, metadata_l3, test_data, files
+        root, official, level1, level2, level3, databases, level3_databases, metadata_l12, metadata_l3, test_data, files,
+        renaming, excluded,
     )
 
 

@@ -145,7 +145,7 @@ class Sandbox:
 
     def check_token(self, token: Any) -> str:
         """Resolve a token through the episode's CheckToken instance (shared Account data)."""
-        checker = self.tool("CheckToken")
+        checker = self.tool(self.toolset.current_name("CheckToken"))
         return checker.lookup(token)  # type: ignore[attr-defined]
 
     def search_tools(self, keywords: str, k: int = 1) -> list[tuple[ToolSchema, float]]:

@@ -257,6 +257,8 @@ class Grader:
         """
         applied = self.errata.for_sample(sample.key) if self.errata is not None else None
         judgment = self._judge_call(sample, call, parse_error, attempted, notes if notes is not None else [], applied)
+        if applied is None and sample.key in self.bench.excluded:  # a twin's sample whose gold did not carry over
+            judgment.excluded = f"twin: {self.bench.excluded[sample.key]}"
         if applied is not None:
             judgment.erratum = applied.erratum.id
             if applied.erratum.decision == "exclude":

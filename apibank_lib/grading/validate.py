@@ -177,6 +177,7 @@ def _gold_call_problems(bench: Benchmark, loc: _Locator, searcher: Any) -> tuple
                 )
             if (
                 not bench.official
+                and s.key not in bench.excluded  # a twin's sample listed as not carried over
                 and not paper.judge_api(s, target_text(s)).correct
                 and _paper_explanation(bench, pristine, alone, s) is None
             ):

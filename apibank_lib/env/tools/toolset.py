@@ -47,6 +47,12 @@ class ToolSet:
     def __repr__(self) -> str:
         return f"ToolSet({self.name!r}, {len(self.tools)} tools)"
 
+    def current_name(self, original: str) -> str:
+        """The name the API called ``original`` answers to in this tool set (another name in a twin's renaming
+        view, :mod:`apibank_lib.env.renaming`): for the sandbox's own calls of one tool from another."""
+        renaming = getattr(self, "renaming", None)
+        return renaming.api(original) if renaming is not None else original
+
     def get(self, name: str) -> type[Tool]:
         """The tool class called ``name``; raises UnknownToolError with a suggestion."""
         try:
