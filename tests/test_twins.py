@@ -114,3 +114,28 @@ def test_a_twin_is_byte_identical_when_made_again_and_refuses_what_it_cannot_do(
         make_twin(tmp_path / "a", tmp_path / "c")
     with pytest.raises(ConfigError, match="official release"):
         make_twin(OFFICIAL_FIXTURE, tmp_path / "d")
+
+
+def test_the_gap_table_pairs_samples_across_source_and_twin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from apibank_lib.cli import main
+    from apibank_lib.report.twin_gap import twin_gap_table
+    from apibank_lib.runs.config import RunConfig
+    from apibank_lib.runs.runner import run
+    from apibank_lib.runs.scoring import scored
+
+    twin_root = tmp_path / "twin"
+    make_twin(None, twin_root, seed=0, change=["names", "parameters"])
+    runs = {}
+    for model in ("oracle", "heuristic"):
+        for data in (None, str(twin_root)):
+            runs[model, data] = run(RunConfig(model=model, levels=(1, 2), tasks=("api",), data=data, runs_dir=str(tmp_path / "runs")), progress=False).path
+    oracle = twin_gap_table(scored(runs["oracle", None]), scored(runs["oracle", str(twin_root)]))
+    assert list(oracle["level"]) == [1, 2, "all"] and (oracle["source - twin"] == 0).all() and (oracle["twin %"] == 100).all()
+    assert oracle.loc[oracle["level"] == 1, "samples"].item() == 565  # every level-1 sample pairs (none excluded there)
+    heuristic = twin_gap_table(scored(runs["heuristic", None]), scored(runs["heuristic", str(twin_root)]))
+    # The heuristic fills arguments by parameter names it knows: renamed parameters cost it, as they should.
+    assert (heuristic["source - twin"] > 0).all() and heuristic["low"].notna().all()
+    assert main(["twin-gap", str(runs["oracle", None]), str(runs["oracle", str(twin_root)]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["twin %"] == 100
+    with pytest.raises(ConfigError, match="not a twin"):
+        twin_gap_table(scored(runs["oracle", str(twin_root)]), scored(runs["oracle", None]))

@@ -12,7 +12,7 @@ from apibank_lib.cli.options import PROTOCOL_NAMES, add_common, add_json
 from apibank_lib.cli.output import print_json, show_table, warn
 from apibank_lib.core.errors import ConfigError
 
-__all__ = ["cmd_retrieval", "cmd_compare", "cmd_toolrl_cross", "cmd_errors", "cmd_reproduce", "add_commands"]
+__all__ = ["cmd_retrieval", "cmd_compare", "cmd_toolrl_cross", "cmd_twin_gap", "cmd_errors", "cmd_reproduce", "add_commands"]
 
 
 def cmd_retrieval(args: argparse.Namespace) -> int:
@@ -76,6 +76,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return show_table(toolrl_table(args.runs), args)  # beside ToolRL's published figures, saying on which entries
     price = parse_price(args.price_per_mtok) if args.price_per_mtok else None
     return show_table(compare_runs(load_runs(args.runs), price_per_mtok=price), args)
+
+
+def cmd_twin_gap(args: argparse.Namespace) -> int:
+    """A run on a benchmark against a run on its twin: the memorization gap per level."""
+    from apibank_lib.report.twin_gap import twin_gap_table
+    from apibank_lib.runs.scoring import scored
+
+    return show_table(twin_gap_table(scored(args.source_run), scored(args.twin_run)), args)
 
 
 def cmd_toolrl_cross(args: argparse.Namespace) -> int:
@@ -165,6 +173,15 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/ (results/bundled/ for the bundled data)")
     add_json(p)
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "twin-gap", help="a run on a benchmark against the same model's run on its twin (apibank twin): accuracy on each and the gap"
+    )
+    p.add_argument("source_run")
+    p.add_argument("twin_run")
+    p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/")
+    add_json(p)
+    p.set_defaults(func=cmd_twin_gap)
 
     p = sub.add_parser(
         "toolrl-cross",
