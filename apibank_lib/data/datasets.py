@@ -300,6 +300,27 @@ class Benchmark:
         return h.hexdigest()[:16]
 
 
+def _original_record(rec: ApiRecord, renaming: Renaming) -> ApiRecord:
+    envelope = renaming.original_envelope(rec.result) if isinstance(rec.result, dict) else rec.result
+    return ApiRecord(renaming.original_api(rec.api_name), renaming.original_args(rec.args), envelope, rec.line)
+
+
+def _with_original_names(dialogues: list[Dialogue], renaming: Renaming | None) -> list[Dialogue]:
+    """A twin's dialogues with their API records under the tools' own names (what the recordings are keyed by)."""
+    if renaming is None:
+        return dialogues
+    return [
+        Dialogue(d.id, d.level, [_original_record(t, renaming) if isinstance(t, ApiRecord) else t for t in d.turns], d.path)
+        for d in dialogues
+    ]
+
+
+def _items_with_original_names(items: list[Level3Item], renaming: Renaming | None) -> list[Level3Item]:
+    if renaming is None:
+        return items
+    return [Level3Item(i.id, i.requirement, i.response, [_original_record(s, renaming) for s in i.steps]) for i in items]
+
+
 def load_benchmark(path: str | Path | None = None) -> Benchmark:
     """Load our bundled benchmark (default) or an official API-Bank release.
 
@@ -326,9 +347,12 @@ def load_benchmark(path: str | Path | None = None) -> Benchmark:
     metadata_l12: dict[str, ToolSchema] = {}
     metadata_l3: dict[str, ToolSchema] = {}
     test_data: dict[str, list[dict[str, Any]]] = {}
+    twin = json.loads((root / "twin.json").read_text(encoding="utf-8")) if (root / "twin.json").is_file() else None
+    renaming = Renaming(twin["renaming"]["apis"], twin["renaming"]["parameters"]) if twin is not None else None
     if official:
-        databases.update(harvest_recordings(level1 + level2))
-        level3_databases = harvest_level3_tables(level3)
+        # A twin's records carry the new names; the recordings are harvested under the tools' own.
+        databases.update(harvest_recordings(_with_original_names(level1 + level2, renaming)))
+        level3_databases = harvest_level3_tables(_items_with_original_names(level3, renaming))
         metadata_l12 = read_api_metadata(root / "apis")
         if (root / "lv3_apis").is_dir():
             metadata_l3 = read_api_metadata(root / "lv3_apis")
@@ -343,10 +367,8 @@ def load_benchmark(path: str | Path | None = None) -> Benchmark:
             files += sorted((root / "recordings").glob("*.json"))
         level3_databases = load_databases(root / "lv3_database") if (root / "lv3_database").is_dir() else {}
         files += sorted((root / "lv3_database").glob("*.json")) if (root / "lv3_database").is_dir() else []
-    renaming, excluded = None, {}
-    if (root / "twin.json").is_file():  # a twin (apibank_lib.data.twins): the same tools under new names
-        twin = json.loads((root / "twin.json").read_text(encoding="utf-8"))
-        renaming = Renaming(twin["renaming"]["apis"], twin["renaming"]["parameters"])
+    excluded: dict[str, str] = {}
+    if twin is not None:  # a twin (apibank_lib.data.twins): the same tools under new names
         excluded = {e["key"]: e["reason"] for e in twin.get("excluded", [])}
         files.append(root / "twin.json")
     return Benchmark(

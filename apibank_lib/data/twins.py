@@ -12,8 +12,9 @@ Every gold record is rewritten under the new names (:func:`write_twin`); :func:`
 then checks the gold by execution and lists in ``twin.json`` every sample whose call does not execute to the
 renamed form of its original result, with the reason.
 
-Built here: our own layout (the bundled benchmark, or a folder built like it). Not yet: an official release's
-layout (its API descriptions are source files), and the ``values`` change.
+Both layouts: ours, and an official release's (its rendered prompts are left out, since their text holds the old
+names; its API descriptions, source files, are kept and shown under the new names). Not built yet: the ``values``
+change.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ TWIN_FILE = "twin.json"
 """The file in a twin's root that makes it a twin: the source, the seed, the renaming, the exclusions."""
 
 _DIALOGUE_DIRS = ("lv1-lv2-samples/level-1-given-desc", "lv1-lv2-samples/level-2-toolsearcher")
-_LEVEL3_FILE = "test-data/level-3.json"
+_LEVEL3_FILE = "test-data/level-3.json"  # both layouts keep it here (the releases this project reads do)
 
 
 def synonyms_path() -> Path:
@@ -191,14 +192,13 @@ def write_twin(src: str | Path | None, out: str | Path, *, seed: int = 0, change
         change: ``names`` and/or ``parameters``.
 
     Raises:
-        ConfigError: an official release (not built yet), a twin of a twin, an output folder in use, an unknown change.
+        ConfigError: a twin of a twin, an output folder in use, an unknown change.
     """
     from apibank_lib.data.datasets import default_data_root, is_official_release
+    from apibank_lib.data.formats.official import TEST_DATA_FILES
 
     src_root = Path(src) if src is not None else default_data_root()
     out = Path(out)
-    if is_official_release(src_root):
-        raise ConfigError(f"{src_root}: twins of an official release's layout are not built yet (our layout only)")
     if read_twin(src_root) is not None:
         raise ConfigError(f"{src_root} is a twin already: make twins of the source")
     if out.exists() and any(out.iterdir()):
@@ -221,11 +221,20 @@ def write_twin(src: str | Path | None, out: str | Path, *, seed: int = 0, change
             item["apis"] = [_renamed_step(s, renaming) for s in item.get("apis", [])]
         level3.write_text(json.dumps(items, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         report.files += 1
+    left_out = []
+    if is_official_release(out):
+        # A release's rendered prompts hold the old names in their text: a twin renders its prompts itself. Its API
+        # descriptions (apis/, lv3_apis/: source files) stay as they are: the loader shows them under the new names.
+        for stem in TEST_DATA_FILES:
+            for path in sorted(out.glob(f"*/{stem}.json")):
+                path.unlink()
+                left_out.append(str(path.relative_to(out)))
     resolved = src_root.resolve()
     report.manifest = {
         "source": str(resolved.relative_to(PROJECT_ROOT)) if resolved.is_relative_to(PROJECT_ROOT) else src_root.name,
         "seed": seed, "change": change, "renaming": renaming.to_dict(),
         "kept": {"apis": sorted(KEPT_APIS), "parameters": sorted(KEPT_PARAMETERS)}, "excluded": [],
+        "left_out": left_out,
     }
     write_manifest(out, report.manifest)
     return report

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from apibank_lib.data.datasets import default_data_root, load_benchmark
 from apibank_lib.data.twins import CHANGES, TwinReport, twin_key, write_manifest, write_twin
-from apibank_lib.env.protocols import PROTOCOLS
+from apibank_lib.env.protocols import PROTOCOLS, V2
+from apibank_lib.grading.grader import Grader
 from apibank_lib.grading.replay import replay
 
 __all__ = ["make_twin"]
@@ -46,6 +47,13 @@ def make_twin(src: str | Path | None, out: str | Path, *, seed: int = 0, change:
                 key = f"L{level}/api/{f['dialogue']}/{f['sample_id']}"
                 if key not in known:
                     failed.setdefault(key, f"under {protocol.name}, the call does not execute to the renamed gold ({f.get('category')})")
+                elif protocol is V2:  # the source's gold fails as well: a defect of the source data, not of the twin
+                    failed.setdefault(key, f"the source's gold fails under v2 too ({f.get('category')}): a defect of the source")
+    # A sample whose gold an erratum of the source excludes or corrects is defective: its twin is left out too.
+    errata = Grader(source).errata
+    for applied in (errata.applied.values() if errata is not None else []):
+        for key in applied.keys:
+            failed[twin_key(key, report.renaming)] = f"the source's erratum {applied.erratum.id} ({applied.erratum.decision}) covers it"
     report.excluded = [{"key": k, "reason": failed[k]} for k in sorted(failed)]
     report.manifest["excluded"] = report.excluded
     write_manifest(report.out, report.manifest)
