@@ -118,6 +118,29 @@ def test_an_agent_episode_runs_in_its_own_sandbox_and_scores_as_our_episodes(ben
         assert metrics.levels["3"].episodes == 2 and metrics.levels["3"].episodes_succeeded == expected
 
 
+def test_a_release_copy_is_evaluated_with_its_errata(release: Benchmark, tmp_path: Path) -> None:
+    from inspect_ai import eval as inspect_eval
+
+    from tests.conftest import OFFICIAL_FIXTURE
+
+    from apibank_lib.grading.grader import Grader
+    from apibank_lib.grading.replay import replay
+
+    task = api_bank_task(level=1, data=str(OFFICIAL_FIXTURE))
+    errata = Grader(release).errata
+    excluded = {k for a in errata.applied.values() if a.erratum.decision == "exclude" for k in a.keys}
+    ids = {s.id for s in task.dataset}
+    assert ids == {s.key for s in release.samples(1, "api")} - excluded
+
+    (log,) = inspect_eval(
+        task, model=_mock(release, task, lambda item, step: (item.gold.api_name, dict(item.gold.args))),
+        log_dir=str(tmp_path), display="none",
+    )
+    # The gold as an answer is judged as the gold replay judges it (the copy's errata applied).
+    replayed = replay(release, levels=[1])["levels"]["1"]
+    assert sum(s.scores["apibank"].value == "C" for s in log.samples) == replayed["samples_correct"]
+
+
 def test_replies_are_scored_by_rouge_and_bad_settings_are_named(bench: Benchmark, tmp_path: Path) -> None:
     from inspect_ai import eval as inspect_eval
 
