@@ -14,6 +14,14 @@ from apibank_lib.env.protocols import V2
 __all__ = ["add_commands", "cmd_export"]
 
 
+def _needs(module: str, extra: str, command: str) -> None:
+    """Stop with a clear message when an integration's optional package is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"{command} needs the {module} package: pip install 'apibank_lib[{extra}]'")
+
+
 def _corpora(specs: list[str] | None, none: bool) -> dict[str, list[str]] | None:
     """``--corpus NAME=PATH[,PATH...]`` options as a mapping; None (the default corpora) when none is given."""
     if none:
@@ -33,10 +41,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from apibank_lib.data.datasets import load_benchmark
     from apibank_lib.integrations.hf_datasets import export_hf
 
-    try:
-        import datasets  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError("apibank export --format hf needs the datasets package: pip install 'apibank_lib[train]'") from exc
+    _needs("datasets", "train", "apibank export --format hf")
     bench = None if args.no_benchmark else load_benchmark(args.data)
     done = export_hf(args.out, bench=bench, corpora=_corpora(args.corpus, args.no_corpora))
     if args.json:
@@ -49,10 +54,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import_inspect(args: argparse.Namespace) -> int:
-    try:
-        import inspect_ai  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError("apibank import-inspect needs inspect_ai: pip install 'apibank_lib[inspect]'") from exc
+    _needs("inspect_ai", "inspect", "apibank import-inspect")
     from apibank_lib.integrations.inspect_log import import_inspect_log
 
     result, metrics = import_inspect_log(args.log, out=args.out, data=args.data)
@@ -78,10 +80,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from apibank_lib.integrations.mcp_server import SandboxServer, serve_http, serve_stdio
     from apibank_lib.runs.config import default_runs_dir
 
-    try:
-        import mcp  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError("apibank mcp needs the mcp package: pip install 'apibank_lib[mcp]'") from exc
+    _needs("mcp", "mcp", "apibank mcp")
     bench = load_benchmark(args.data)
     what = f"item-{args.item}" if args.level == 3 else str(args.dialogue)
     out = args.out or str(default_runs_dir() / "mcp" / f"{bench.source}-L{args.level}-{what}")
