@@ -182,14 +182,21 @@ def apibank_agent(data: str | None, protocol: str, max_steps: int = 12, retrieve
                 if not message.tool_calls:
                     break
                 for n, tc in enumerate(message.tool_calls):
-                    if n > 0:  # our loop runs one call per step, as the model is told by the results it sees
-                        state.messages.append(ChatMessageTool(
-                            content="not run: one call per step", tool_call_id=tc.id, function=tc.function))
-                        continue
+                    # Our agent loop runs the first call of a step; the others get a result message saying so, since
+                    # every tool call of a conversation needs one.
                     call = proto.prepare_call(ApiCall(tc.function, dict(tc.arguments or {})), 3)
+                    try:
+                        text = format_call(call) if n == 0 else None
+                    except ValueError as exc:  # arguments no call text can hold: not run, as our loop does
+                        text, reply = None, f"not run: {exc}"
+                    else:
+                        reply = "not run: one call per step"
+                    if text is None:
+                        state.messages.append(ChatMessageTool(content=reply, tool_call_id=tc.id, function=tc.function))
+                        continue
                     result = box.execute_safely(call).to_dict()
                     done.append(ApiRecord(call.name, dict(call.args), result))
-                    calls.append({"call": format_call(call), "result": result})
+                    calls.append({"call": text, "result": result})
                     state.messages.append(ChatMessageTool(content=tool_result_content(result), tool_call_id=tc.id, function=tc.function))
             state.metadata["calls"] = calls
             return state
