@@ -128,7 +128,7 @@ def test_the_gap_table_pairs_samples_across_source_and_twin(tmp_path: Path, caps
         for data in (None, str(twin_root)):
             runs[model, data] = run(RunConfig(model=model, levels=(1, 2), tasks=("api",), data=data, runs_dir=str(tmp_path / "runs")), progress=False).path
     oracle = twin_gap_table(scored(runs["oracle", None]), scored(runs["oracle", str(twin_root)]))
-    assert list(oracle["level"]) == [1, 2, "all"] and (oracle["source - twin"] == 0).all() and (oracle["twin %"] == 100).all()
+    assert list(oracle["level"]) == [1, 2, "all"] and set(oracle["data"]) == {"bundled"} and (oracle["source - twin"] == 0).all() and (oracle["twin %"] == 100).all()
     assert oracle.loc[oracle["level"] == 1, "samples"].item() == 565  # every level-1 sample pairs (none excluded there)
     heuristic = twin_gap_table(scored(runs["heuristic", None]), scored(runs["heuristic", str(twin_root)]))
     # The heuristic fills arguments by parameter names it knows: renamed parameters cost it, as they should.

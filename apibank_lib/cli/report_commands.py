@@ -80,10 +80,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_twin_gap(args: argparse.Namespace) -> int:
     """A run on a benchmark against a run on its twin: the memorization gap per level."""
+    import pandas as pd
+
     from apibank_lib.report.twin_gap import twin_gap_table
     from apibank_lib.runs.scoring import scored
 
-    return show_table(twin_gap_table(scored(args.source_run), scored(args.twin_run)), args)
+    if len(args.runs) % 2:
+        raise ConfigError("apibank twin-gap takes pairs of run folders: SOURCE_RUN TWIN_RUN [SOURCE_RUN TWIN_RUN ...]")
+    pairs = [(scored(a), scored(b)) for a, b in zip(args.runs[::2], args.runs[1::2])]
+    sources = {source.info.data for source, _ in pairs}
+    if args.save and len(sources) > 1:
+        raise ConfigError("--save writes into one data source's results: give pairs whose source runs share their data")
+    args.data = pairs[0][0].info.data  # --save writes into the source data's results folder
+    return show_table(pd.concat([twin_gap_table(a, b) for a, b in pairs], ignore_index=True), args)
 
 
 def cmd_toolrl_cross(args: argparse.Namespace) -> int:
@@ -177,8 +186,7 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser(
         "twin-gap", help="a run on a benchmark against the same model's run on its twin (apibank twin): accuracy on each and the gap"
     )
-    p.add_argument("source_run")
-    p.add_argument("twin_run")
+    p.add_argument("runs", nargs="+", metavar="SOURCE_RUN TWIN_RUN", help="pairs: a run on the source, then the same model's run on the twin")
     p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/")
     add_json(p)
     p.set_defaults(func=cmd_twin_gap)

@@ -28,7 +28,7 @@ def twin_gap_table(source: ScoredRun, twin: ScoredRun, *, n_boot: int = N_BOOT, 
     """Source against twin, sample by sample, on the API-call samples both runs answered (see the module).
 
     Returns:
-        One row per level and ``all``: samples, dialogues, source %, twin %, source - twin with its 95% interval
+        One row per level (and ``all`` over several): the model and the source data, samples, dialogues, source %, twin %, source - twin with its 95% interval
         (blank below 10 dialogues), and the p-value.
 
     Raises:
@@ -54,15 +54,14 @@ def twin_gap_table(source: ScoredRun, twin: ScoredRun, *, n_boot: int = N_BOOT, 
     if not pairs:
         raise ConfigError("the two runs answered no API-call sample in common")
     rows = []
-    for level in (1, 2, 3, None):
+    levels = sorted({j.level for j, _, _ in pairs})
+    for level in [*levels, None] if len(levels) > 1 else levels:  # an "all" row only over several levels
         mine = [p for p in pairs if level in (None, p[0].level)]
-        if not mine:
-            continue
         a, b = [x for _, x, _ in mine], [y for _, _, y in mine]
         cmp = paired_comparison(a, b, [dialogue_cluster(j) for j, _, _ in mine], n_boot=n_boot, n_perm=n_boot, seed=seed)
         low, high = bounds(cmp, 1.0, 2)  # blank below MIN_CLUSTERS dialogues
         rows.append({
-            "model": source.model, "level": "all" if level is None else level, "samples": cmp.samples,
+            "model": source.model, "data": source.data, "level": "all" if level is None else level, "samples": cmp.samples,
             "dialogues": cmp.clusters, "source %": round(sum(a) / len(a), 2), "twin %": round(sum(b) / len(b), 2),
             "source - twin": round(cmp.difference, 2),
             "low": low, "high": high,
