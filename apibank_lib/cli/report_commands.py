@@ -88,7 +88,7 @@ def cmd_twin_gap(args: argparse.Namespace) -> int:
     if len(args.runs) % 2:
         raise ConfigError("apibank twin-gap takes pairs of run folders: SOURCE_RUN TWIN_RUN [SOURCE_RUN TWIN_RUN ...]")
     pairs = [(scored(a), scored(b)) for a, b in zip(args.runs[::2], args.runs[1::2])]
-    sources = {source.info.data for source, _ in pairs}
+    sources = {Path(source.info.data).resolve() for source, _ in pairs}
     if args.save and len(sources) > 1:
         raise ConfigError("--save writes into one data source's results: give pairs whose source runs share their data")
     args.data = pairs[0][0].info.data  # --save writes into the source data's results folder
