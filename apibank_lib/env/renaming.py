@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from apibank_lib.core.types import ApiResult, ToolSchema
@@ -64,13 +65,18 @@ class Renaming:
         """A parameter's new name."""
         return self.parameters.get(name, name)
 
+    @cached_property
+    def _inverse(self) -> tuple[dict[str, str], dict[str, str]]:
+        """New name -> old, for APIs and for parameters (built once: every call and check of a twin asks)."""
+        return {v: k for k, v in self.apis.items()}, {v: k for k, v in self.parameters.items()}
+
     def original_api(self, name: str) -> str:
         """The API a new name stands for."""
-        return {v: k for k, v in self.apis.items()}.get(name, name)
+        return self._inverse[0].get(name, name)
 
     def original_parameter(self, name: str) -> str:
         """The parameter a new name stands for."""
-        return {v: k for k, v in self.parameters.items()}.get(name, name)
+        return self._inverse[1].get(name, name)
 
     def args(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Arguments under their new names."""

@@ -56,8 +56,9 @@ def _grader(data: str | None, protocol: str) -> Grader:
 
 
 def planned_items(bench: Benchmark, level: int, *, protocol: str, kind: str, agent: bool, limit: int | None,
-                  seed: int) -> list[Sample | Episode]:
-    """What ``apibank run`` plans for these settings, less the samples an erratum excludes."""
+                  seed: int, grader: Grader | None = None) -> list[Sample | Episode]:
+    """What ``apibank run`` plans for these settings, less the samples an erratum excludes (``grader``: the one that
+    will judge them, whose verified errata are reused)."""
     if level not in (1, 2, 3):
         raise ConfigError(f"level {level}: choose 1, 2 or 3")
     if agent and level != 3:
@@ -69,7 +70,7 @@ def planned_items(bench: Benchmark, level: int, *, protocol: str, kind: str, age
         level3="loop" if agent else "steps",
     )
     items = plan(bench, config)
-    report = Grader(bench, get_protocol(protocol)).errata
+    report = (grader or Grader(bench, get_protocol(protocol))).errata
     if report is not None:
         items = [x for x in items if (e := report.for_sample(x.key)) is None or e.erratum.decision != "exclude"]
     return items
@@ -246,13 +247,19 @@ def apibank_scorer(data: str | None, protocol: str) -> Any:
     return make()
 
 
+_INDEXES: dict[int, tuple[Benchmark, dict[str, Sample | Episode]]] = {}
+
+
 def _item(bench: Benchmark, key: str) -> Sample | Episode:
-    level = int(key[1])
-    pool = bench.episodes() if "/episode/" in key else bench.samples(level)
-    for x in pool:
-        if x.key == key:
-            return x
-    raise ConfigError(f"no sample {key} in the {bench.name} data")
+    """A sample or episode by key, from an index built once per benchmark (the scorer asks for every sample)."""
+    held = _INDEXES.get(id(bench))
+    if held is None or held[0] is not bench:
+        items = [x for lv in (1, 2, 3) for x in bench.samples(lv)] + list(bench.episodes())
+        held = _INDEXES[id(bench)] = (bench, {x.key: x for x in items})
+    try:
+        return held[1][key]
+    except KeyError:
+        raise ConfigError(f"no sample {key} in the {bench.name} data") from None
 
 
 def api_bank_task(
@@ -287,7 +294,8 @@ def api_bank_task(
     if tool_choice not in ("required", "auto"):
         raise ConfigError(f"tool_choice {tool_choice!r}: choose required or auto")
     bench = _bench(data)
-    items = planned_items(bench, int(level), protocol=protocol, kind=kind, agent=bool(agent), limit=limit, seed=int(seed))
+    items = planned_items(bench, int(level), protocol=protocol, kind=kind, agent=bool(agent), limit=limit, seed=int(seed),
+                          grader=_grader(data, protocol))
     dataset = MemoryDataset(inspect_samples(bench, items), name=f"api-bank-{bench.name}-L{level}")
     solver = apibank_agent(data, protocol, int(max_steps), retriever) if agent else apibank_answer(tool_choice)
     return Task(dataset=dataset, solver=solver, scorer=apibank_scorer(data, protocol), name="api_bank",
