@@ -1,9 +1,11 @@
-"""Twin benchmarks: the same tasks under new API and parameter names, served by a renaming view of the tools,
-with the gold checked by execution and every sample that does not carry over listed."""
+"""Twin benchmarks: the same tasks under new API and parameter names and new values, served by a renaming view of
+the tools over rewritten data, with the gold checked by execution and every sample that does not carry over listed."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,10 @@ import pytest
 from apibank_lib.core.errors import ConfigError, UnknownToolError
 from apibank_lib.core.types import ApiCall, ApiCallSample
 from apibank_lib.data.datasets import Benchmark, level_statistics, load_benchmark
+from apibank_lib.data.twin_values import collect_values
 from apibank_lib.data.twins import TWIN_FILE, make_renaming, twin_key
 from apibank_lib.env.renaming import KEPT_APIS, Renaming, renamed_toolset
+from apibank_lib.env.values import ValueMap, date_mentions
 from apibank_lib.grading.grader import Grader
 from apibank_lib.grading.replay import replay
 from apibank_lib.grading.twins import make_twin
@@ -20,12 +24,16 @@ from apibank_lib.prompting.chat import build_chat
 from apibank_lib.prompting.prompts import target_text
 from tests.conftest import OFFICIAL_FIXTURE
 
+CHANGE_SETS = [("names",), ("parameters",), ("values",), ("names", "parameters", "values")]
 
-@pytest.fixture(scope="module", params=[("names",), ("parameters",), ("names", "parameters")], ids=lambda c: "+".join(c))
-def twin(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Benchmark, dict]:
+
+@pytest.fixture(scope="module", params=CHANGE_SETS, ids=lambda c: "+".join(c))
+def twin(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Benchmark, Benchmark, dict]:
+    """(source, twin, report): each change alone on the official-layout fixture, all of them on the bundled data."""
     out = tmp_path_factory.mktemp("twin")
-    report = make_twin(None, out, seed=0, change=request.param)
-    return load_benchmark(out), report.to_dict()
+    src = None if len(request.param) > 1 else OFFICIAL_FIXTURE
+    report = make_twin(src, out, seed=0, change=request.param)
+    return load_benchmark(src), load_benchmark(out), report.to_dict()
 
 
 def test_a_renamed_tool_runs_as_the_original_under_its_new_names(bench: Benchmark) -> None:
@@ -53,30 +61,32 @@ def test_the_renaming_keeps_meaning_and_the_mechanism(tmp_path: Path) -> None:
     assert all(n.isidentifier() for n in [*r.apis.values(), *r.parameters.values()])
     assert make_renaming(0, ["names"]).parameters == {} and make_renaming(0, ["parameters"]).apis == {}
     assert make_renaming(1, ["names"]).apis != make_renaming(0, ["names"]).apis  # the seed chooses among synonyms
-    with pytest.raises(ConfigError, match="values"):
-        make_renaming(0, ["values"])
+    with pytest.raises(ConfigError, match="colours"):
+        make_renaming(0, ["colours"])
     with pytest.raises(ConfigError, match="no new name"):
         make_renaming(0, ["names"], synonyms={"api_words": {}})
 
 
-def test_the_twin_replays_after_its_listed_exclusions_and_has_the_sources_statistics(bench: Benchmark, twin: tuple) -> None:
-    tb, report = twin
+def test_the_twin_replays_after_its_listed_exclusions_and_has_the_sources_statistics(twin: tuple) -> None:
+    bench, tb, report = twin
     assert (tb.root / TWIN_FILE).is_file() and tb.renaming is not None and tb.name == tb.root.name
     checked = replay(tb)
     for level, figures in checked["levels"].items():
         assert figures["samples_correct"] == figures["samples"] > 0, level
     listed = {e["key"] for e in report["excluded"]}
     assert {f"L{lv}/api/{e['dialogue']}/{e['sample_id']}" for lv, f in checked["levels"].items() for e in f["excluded"]} <= listed
-    assert all(e["reason"] for e in report["excluded"]) and len(listed) < 20
+    total = sum(len(bench.samples(level, "api")) for level in (1, 2, 3))
+    assert all(e["reason"] for e in report["excluded"]) and len(listed) < 0.05 * total  # the bundled data: 34 of 1,023
     for level in (1, 2, 3):
         assert len(tb.samples(level)) == len(bench.samples(level))
         source, mine = level_statistics(bench, level), level_statistics(tb, level)
         assert {k: v for k, v in mine.items() if "api" not in k.lower()} == {k: v for k, v in source.items() if "api" not in k.lower()}
 
 
-def test_the_prompts_show_only_the_new_names(twin: tuple) -> None:
-    tb, _ = twin
+def test_the_prompts_show_only_the_new_names_and_values(twin: tuple) -> None:
+    _, tb, _ = twin
     renaming = tb.renaming
+    old_values = set(renaming.values.exact) | set(renaming.values.words)
     old_apis = set(renaming.apis) - set(renaming.apis.values())
     old_params = set(renaming.parameters) - set(renaming.parameters.values())
     for level in (1, 2):
@@ -86,16 +96,20 @@ def test_the_prompts_show_only_the_new_names(twin: tuple) -> None:
             params = {p for t in chat.tools for p in t["function"]["parameters"]["properties"]}
             calls = {c["function"]["name"] for m in chat.messages for c in m.get("tool_calls", [])}
             assert not (names | calls) & old_apis and not params & old_params, sample.key
+            said = json.dumps(chat.messages, ensure_ascii=False)
+            assert not [v for v in old_values if re.search(rf"(?<![A-Za-z0-9]){re.escape(v)}(?![A-Za-z0-9])", said)], sample.key
 
 
-def test_the_grader_judges_the_oracle_and_no_call_alike_on_source_and_twin(bench: Benchmark, twin: tuple) -> None:
-    tb, report = twin
+def test_the_grader_judges_the_oracle_and_no_call_alike_on_source_and_twin(twin: tuple) -> None:
+    bench, tb, report = twin
     excluded = {e["key"] for e in report["excluded"]}
     source_grader, twin_grader = Grader(bench), Grader(tb)
     in_twin = {s.key: s for s in tb.samples(1, "api")}
     pairs = [(src, in_twin[twin_key(src.key, tb.renaming)]) for src in bench.samples(1, "api")[:120]]
+    pairs = [(src, tw) for src, tw in pairs if tw.key not in excluded]
+    assert len(pairs) >= 20
     for src, tw in pairs:
-        assert isinstance(src, ApiCallSample) and isinstance(tw, ApiCallSample) and tw.key not in excluded
+        assert isinstance(src, ApiCallSample) and isinstance(tw, ApiCallSample)
         assert tw.gold.api_name == tb.renaming.api(src.gold.api_name)
         for answer in (target_text, lambda s: "I cannot help with that."):
             a, b = source_grader.judge_api(src, answer(src)), twin_grader.judge_api(tw, answer(tw))
@@ -104,10 +118,11 @@ def test_the_grader_judges_the_oracle_and_no_call_alike_on_source_and_twin(bench
 
 def test_a_twin_is_byte_identical_when_made_again_and_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     for name in ("a", "b"):
-        make_twin(None, tmp_path / name, seed=3, change=["names"])
+        make_twin(OFFICIAL_FIXTURE, tmp_path / name, seed=3, change=["names", "parameters", "values"])
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert files and all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
     assert json.loads((tmp_path / "a" / TWIN_FILE).read_text())["seed"] == 3
+    assert json.loads((tmp_path / "a" / TWIN_FILE).read_text())["renaming"]["values"]["date_shift_days"] % 7 == 0
     with pytest.raises(ConfigError, match="not empty"):
         make_twin(None, tmp_path / "a", seed=3)
     with pytest.raises(ConfigError, match="twin already"):
@@ -159,3 +174,48 @@ def test_a_twin_of_a_release_copy_keeps_its_layout_and_replays(release: Benchmar
             continue
         a, b = source_grader.judge_api(src, target_text(src)), twin_grader.judge_api(tw, target_text(tw))
         assert (a.correct, a.category) == (b.correct, b.category) and b.correct, tw.key
+
+
+def test_a_value_map_rewrites_each_form_once_and_keeps_weekdays() -> None:
+    values = ValueMap({"AliceMorgan": "NoraFischer", "pass123": "kqz804", "alice.morgan@mail.org": "nora.fischer@mail.org"},
+                      {"Alice": "Nora", "Morgan": "Fischer"}, 14)
+    text = ("On April 3rd, 2023 Alice Morgan (AliceMorgan, pass123, alice.morgan@mail.org) met Dr. Morgan; "
+            "then 2023-04-03 10:00:00, 30 March, Dec. 25, the 3rd of May 2023, in 1794-03-14 and 3/4/2023.")
+    assert values.text(text) == (
+        "On April 17th, 2023 Nora Fischer (NoraFischer, kqz804, nora.fischer@mail.org) met Dr. Fischer; "
+        "then 2023-04-17 10:00:00, 13 April, Jan. 8, the 17th of May 2023, in 1794-03-14 and 3/4/2023.")
+    assert values.json({"AliceMorgan": ["2023-04-03", 3, None]}) == {"NoraFischer": ["2023-04-17", 3, None]}
+    assert values.text("pass1234 Alicea") == "pass1234 Alicea"  # whole values and words only
+    assert ValueMap.from_dict(values.to_dict()) == values
+    with pytest.raises(ValueError, match="weekdays"):
+        ValueMap(date_shift_days=10)
+    with pytest.raises(ValueError, match="one-to-one"):
+        ValueMap({"a1234": "b1234", "b1234": "c1234"})
+    assert date_mentions(dt.date(2023, 4, 17), "see you on 17 Apr") and not date_mentions(dt.date(2023, 4, 17), "the 17th")
+
+
+def test_the_value_map_of_a_benchmark_keeps_people_and_formats(tmp_path: Path) -> None:
+    values = collect_values(OFFICIAL_FIXTURE, 0)
+    assert values.date_shift_days in range(35, 85, 7) and collect_values(OFFICIAL_FIXTURE, 1) != values
+    for old, new in values.exact.items():
+        assert len(old) == len(new) or "@" in old or any(w in old for w in values.words), (old, new)
+        if "@" in old:
+            assert old.split("@")[1] == new.split("@")[1]  # the domain stays
+        elif not any(w in old for w in values.words):  # same format: letters for letters of the same case, digits
+            assert [c.isdigit() or (c.isupper(), c.islower()) for c in old] == [c.isdigit() or (c.isupper(), c.islower()) for c in new]
+    assert all(new[0].isupper() and new.isalpha() for new in values.words.values())
+    assert not set(values.words.values()) & set(re.findall(r"[A-Za-z]+", (OFFICIAL_FIXTURE / "init_database" / "Account.json").read_text()))
+
+
+def test_the_clock_moves_with_the_dates_and_a_date_stated_by_its_day_alone_is_excluded(release: Benchmark, tmp_path: Path) -> None:
+    make_twin(OFFICIAL_FIXTURE, tmp_path / "twin", seed=0, change=["values"])
+    tb = load_benchmark(tmp_path / "twin")
+    shift = tb.renaming.values.date_shift_days
+    today = tb.sandbox(1).execute(ApiCall("GetToday", {})).output
+    assert dt.date.fromisoformat(today) - dt.date.fromisoformat(release.sandbox(1).execute(ApiCall("GetToday", {})).output) == dt.timedelta(shift)
+    from apibank_lib.grading.twins import _unstated
+    assert _unstated("date", "2023-05-02", "2023-06-27", "book it for May 2nd", "book it for June 27th") is None
+    assert "form the twin does not rewrite" in _unstated("date", "2023-05-02", "2023-06-27", "on 2023-05-02", "on 2023-05-02")
+    assert "nor worked out" in _unstated("date", "2023-05-02", "2023-06-27", "on the 2nd at noon", "on the 2nd at noon")
+    assert _unstated("date", "2023-04-01", "2023-05-27", "tomorrow morning", "tomorrow morning") is None
+    assert "form the twin does not rewrite" in _unstated("patient_name", "Nora Quinn", "Edith Quinn", "for Nora Quinn", "for nora Quinn")

@@ -258,8 +258,11 @@ def cmd_twin(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
         return 0
+    values = report.renaming.values
+    moved = (f", {len(values.exact)} values and {len(values.words)} name words replaced, dates moved by "
+             f"{values.date_shift_days // 7} weeks") if not values.empty else ""
     print(f"Twin written to {report.out}: {len(report.renaming.apis)} APIs and {len(report.renaming.parameters)} "
-          f"parameters renamed, {report.files} data files rewritten")
+          f"parameters renamed{moved}, {report.files} data files rewritten")
     print(text_table([[f"L{lv}", figure] for lv, figure in sorted(report.replay.items())], ["level", "gold replay under v2"]))
     for e in report.excluded:
         print(f"  excluded {e['key']}: {e['reason']}")
@@ -337,11 +340,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--min-uses", type=int, default=2, help="our benchmark: minimum uses of each level-1/2 tool")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("twin", help="a twin of a benchmark: the same tasks under new API and parameter names, gold checked by execution")
+    p = sub.add_parser("twin", help="a twin of a benchmark: the same tasks under new names and values, gold checked by execution")
     add_common(p)
     p.add_argument("--out", required=True, help="the twin's folder (new or empty)")
     p.add_argument("--seed", type=int, default=0, help="which synonyms are chosen")
-    p.add_argument("--change", default="names,parameters", help="what changes: names and/or parameters (values: not built yet)")
+    p.add_argument("--change", default="names,parameters,values",
+                   help="what changes, comma-separated: names (APIs), parameters, values (people, accounts, secrets, dates)")
     p.set_defaults(func=cmd_twin)
 
     p = sub.add_parser(

@@ -348,7 +348,7 @@ def load_benchmark(path: str | Path | None = None) -> Benchmark:
     metadata_l3: dict[str, ToolSchema] = {}
     test_data: dict[str, list[dict[str, Any]]] = {}
     twin = json.loads((root / "twin.json").read_text(encoding="utf-8")) if (root / "twin.json").is_file() else None
-    renaming = Renaming(twin["renaming"]["apis"], twin["renaming"]["parameters"]) if twin is not None else None
+    renaming = Renaming.from_dict(twin["renaming"]) if twin is not None else None
     if official:
         # A twin's records carry the new names; the recordings are harvested under the tools' own.
         databases.update(harvest_recordings(_with_original_names(level1 + level2, renaming)))

@@ -1,9 +1,11 @@
-"""Twin benchmarks: the same tasks under new API and parameter names, for measuring what a score owes to recall.
+"""Twin benchmarks: the same tasks under new API and parameter names and new values, for measuring what a score
+owes to recall.
 
-``apibank twin --data SRC --out DIR --seed S --change names,parameters`` writes a complete benchmark in the
+``apibank twin --data SRC --out DIR --seed S --change names,parameters,values`` writes a complete benchmark in the
 source's layout in which every API (``names``) and every parameter (``parameters``) has a new name that keeps its
 meaning: each word of a name is replaced by one of its synonyms from ``data/twins/synonyms.yaml`` (written for this
-project), the seed choosing among them. The tools are not copied: the twin's ``twin.json`` holds the renaming, and
+project), the seed choosing among them. ``values`` gives the world other people, accounts, secrets and dates
+(:mod:`apibank_lib.data.twin_values`): the data files are rewritten with them. The tools are not copied: the twin's ``twin.json`` holds the renaming, and
 :func:`~apibank_lib.data.datasets.load_benchmark` serves the twin's tool sets through
 :func:`~apibank_lib.env.renaming.renamed_toolset`. The benchmark's mechanism keeps its names (ToolSearcher,
 GetUserToken, ``token``: :data:`~apibank_lib.env.renaming.KEPT_APIS`).
@@ -13,8 +15,7 @@ then checks the gold by execution and lists in ``twin.json`` every sample whose 
 renamed form of its original result, with the reason.
 
 Both layouts: ours, and an official release's (its rendered prompts are left out, since their text holds the old
-names; its API descriptions, source files, are kept and shown under the new names). Not built yet: the ``values``
-change.
+names and values; its API descriptions, source files, are kept and shown under the new names).
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from typing import Any
 from apibank_lib.core.errors import ConfigError
 from apibank_lib.core.paths import PROJECT_ROOT
 from apibank_lib.core.yamlfile import read_yaml
+from apibank_lib.data.twin_values import collect_values, rewrite_values
 from apibank_lib.env.renaming import KEPT_APIS, KEPT_PARAMETERS, Renaming
 from apibank_lib.env.tools.registry import toolset_for_level
 
 __all__ = ["CHANGES", "TWIN_FILE", "TwinReport", "make_renaming", "read_twin", "synonyms_path", "twin_key", "write_manifest", "write_twin"]
 
-CHANGES = ("names", "parameters")
-"""What a twin can change (``values`` is not built yet)."""
+CHANGES = ("names", "parameters", "values")
+"""What a twin can change: API names, parameter names, and the values of the world (:mod:`~apibank_lib.data.twin_values`)."""
 
 TWIN_FILE = "twin.json"
 """The file in a twin's root that makes it a twin: the source, the seed, the renaming, the exclusions."""
@@ -86,7 +88,7 @@ def make_renaming(seed: int, change: Iterable[str], *, synonyms: Mapping[str, An
     change = set(change)
     unknown = change - set(CHANGES)
     if unknown:
-        raise ConfigError(f"--change {','.join(sorted(unknown))}: choose among {', '.join(CHANGES)} (values: not built yet)")
+        raise ConfigError(f"--change {','.join(sorted(unknown))}: choose among {', '.join(CHANGES)}")
     table = synonyms if synonyms is not None else read_yaml(synonyms_path())
     names: set[str] = set()
     params: set[str] = set()
@@ -139,8 +141,11 @@ class TwinReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
+        values = self.renaming.values
         return {"out": str(self.out), "files": self.files, "excluded": self.excluded, "replay": self.replay,
-                "apis_renamed": len(self.renaming.apis), "parameters_renamed": len(self.renaming.parameters)}
+                "apis_renamed": len(self.renaming.apis), "parameters_renamed": len(self.renaming.parameters),
+                "values_replaced": len(values.exact), "name_words_replaced": len(values.words),
+                "date_shift_days": values.date_shift_days}
 
 
 def _renamed_record(line: dict[str, Any], renaming: Renaming) -> dict[str, Any]:
@@ -205,8 +210,12 @@ def write_twin(src: str | Path | None, out: str | Path, *, seed: int = 0, change
         raise ConfigError(f"{out} is not empty: give a new folder for the twin")
     change = sorted(set(change), key=CHANGES.index) if set(change) <= set(CHANGES) else list(change)
     renaming = make_renaming(seed, change)
+    if "values" in change:
+        renaming = Renaming(renaming.apis, renaming.parameters, collect_values(src_root, seed))
     shutil.copytree(src_root, out, dirs_exist_ok=True)
     report = TwinReport(out, renaming)
+    if "values" in change:
+        report.files += rewrite_values(out, renaming.values)
     for folder in _DIALOGUE_DIRS:
         for path in sorted((out / folder).glob("*.jsonl")):
             lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]

@@ -25,6 +25,7 @@ from typing import Any
 from apibank_lib.core.types import ApiResult, ToolSchema
 from apibank_lib.env.tools.base import Tool
 from apibank_lib.env.tools.toolset import ToolSet
+from apibank_lib.env.values import ValueMap
 
 __all__ = ["KEPT_APIS", "KEPT_PARAMETERS", "Renaming", "renamed_class", "renamed_toolset"]
 
@@ -43,10 +44,13 @@ class Renaming:
     Attributes:
         apis: API name -> new name.
         parameters: parameter name -> new name, the same for every API that has it.
+        values: the twin's values (:mod:`apibank_lib.env.values`); the data is rewritten with them already, and the
+            view applies them to what tools without a database answer from code (GetToday's date).
     """
 
     apis: Mapping[str, str] = field(default_factory=dict)
     parameters: Mapping[str, str] = field(default_factory=dict)
+    values: ValueMap = field(default_factory=ValueMap)
 
     def __post_init__(self) -> None:
         for kind, mapping, kept in (("API", self.apis, KEPT_APIS), ("parameter", self.parameters, KEPT_PARAMETERS)):
@@ -129,7 +133,15 @@ class Renaming:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (sorted)."""
-        return {"apis": dict(sorted(self.apis.items())), "parameters": dict(sorted(self.parameters.items()))}
+        out = {"apis": dict(sorted(self.apis.items())), "parameters": dict(sorted(self.parameters.items()))}
+        if not self.values.empty:
+            out["values"] = self.values.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Renaming:
+        """The inverse of :meth:`to_dict`."""
+        return cls(dict(d.get("apis", {})), dict(d.get("parameters", {})), ValueMap.from_dict(d.get("values")))
 
 
 def renamed_class(cls: type[Tool], renaming: Renaming) -> type[Tool]:
@@ -137,6 +149,8 @@ def renamed_class(cls: type[Tool], renaming: Renaming) -> type[Tool]:
     new_name = renaming.api(cls.name)
     inputs = {renaming.parameter(k): v for k, v in cls.input_parameters.items()}
     aliases = {k: renaming.parameter(v) for k, v in cls.aliases.items()}
+    # A tool without a database answers from code; the twin's values are in its data for every other tool.
+    from_code = not renaming.values.empty and getattr(cls, "database_name", None) is None
 
     def __init__(self: Tool, db: Any = None, env: Any = None) -> None:
         cls.__init__(self, db, env)
@@ -148,7 +162,10 @@ def renamed_class(cls: type[Tool], renaming: Renaming) -> type[Tool]:
     def call(self: Tool, **kwargs: Any) -> ApiResult:
         result = cls.call(self, **renaming.original_args(kwargs))
         echoed = renaming.args(result.input) if isinstance(result.input, dict) else result.input
-        return ApiResult(result.api_name, echoed, result.output, result.exception)
+        output = result.output
+        if from_code and result.exception is None:
+            output = renaming.values.json(output)  # GetToday's date moves with the twin's dates
+        return ApiResult(result.api_name, echoed, output, result.exception)
 
     def checker(self: Tool, preference: Any) -> Any:
         rule = cls.checker(self, preference)
