@@ -51,23 +51,21 @@ from apibank_lib.training.workflow import retrain
 # %% tags=["parameters"]
 DATA = None  # the bundled benchmark; or the root of an official API-Bank release
 PROTOCOL = "v2"
-COMPARED = {  # display name -> model spec (shipped adapters by name; llamacpp:<base>+<adapter folder> for others)
+COMPARED = {  # display name -> model spec (shipped adapters by name; llamacpp:<base>+<adapter folder> for others).
+    # A quick look at the equal-size arms; apibank reproduce compares five (apibank_lib.report.reproduce.NOTEBOOK_COMPARISONS:
+    # these and the small Lynx v2 with its second stage)
     "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",
-    "small Lynx v2: ours, 260": "llamacpp:lynx-0.5b",
-    "small Lynx v2, second stage": "llamacpp:lynx-0.5b-s2d",
     "ours, equal size": "llamacpp:ours-equal-0.5b",
     "ToolAlpaca format, equal size": "llamacpp:toolalpaca-equal-0.5b",
 }
-CALL_LIMIT = 3  # level-1 API-call samples per model (apibank reproduce: 2 in the quick profile, all in the standard one); None for all
+CALL_LIMIT = 2  # level-1 API-call samples per model (apibank reproduce: 2 in the quick profile, all in the standard one); None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 REPLY_LIMIT = 1  # level-1 reply samples per model (for ROUGE-L); None for all
-PAIRS = [
+COMPARED_PAIRS = [  # (A, B) pairs among COMPARED
     ["ours, equal size", "ToolAlpaca format, equal size"],
-    ["small Lynx v2: ours, 260", "Qwen2.5-Coder-0.5B base"],
-    ["small Lynx v2, second stage", "small Lynx v2: ours, 260"],
     ["ours, equal size", "Qwen2.5-Coder-0.5B base"],
 ]
-GAIN = ["Qwen2.5-Coder-0.5B base", "small Lynx v2: ours, 260"]  # base and fine-tuned, for where the gain comes from
+GAIN = ["Qwen2.5-Coder-0.5B base", "ours, equal size"]  # base and fine-tuned, for where the gain comes from
 TOOLALPACA_EVAL = []  # paths of ToolAlpaca evaluation files to judge the same models on
 TOOLALPACA_LIMIT = None  # converted samples per file; None for all
 RETRAIN = False  # train the three adapters again with their recorded commands first
@@ -114,7 +112,7 @@ plots.toolalpaca_figure(table);
 # A - B on the same samples, with a 95% interval and a permutation test that flips whole dialogues.
 
 # %%
-pairs = analysis.paired_tables(runs, [[by_name[a], by_name[b]] for a, b in PAIRS], n_boot=N_BOOT, seed=SEED)
+pairs = analysis.paired_tables(runs, [[by_name[a], by_name[b]] for a, b in COMPARED_PAIRS], n_boot=N_BOOT, seed=SEED)
 analysis.save_table(pairs, "toolalpaca_paired")
 pairs
 
@@ -163,7 +161,7 @@ for source in map(Path, TOOLALPACA_EVAL):
         out = runs_dir(RUNS_DIR) / "toolalpaca-eval" / f"{source.stem}-{spec.replace(':', '_')}.jsonl"
         judged[name] = toolalpaca_eval.evaluate_converted(converted, load_backend(spec), out=out, limit=TOOLALPACA_LIMIT, progress=False)
     ta_tables.append(toolalpaca_eval.accuracy_table(judged, n_boot=N_BOOT, seed=SEED).assign(source=source.name))
-    ta_pairs.append(toolalpaca_eval.paired_table(judged, PAIRS, n_boot=N_BOOT, seed=SEED).assign(source=source.name))
+    ta_pairs.append(toolalpaca_eval.paired_table(judged, COMPARED_PAIRS, n_boot=N_BOOT, seed=SEED).assign(source=source.name))
 if ta_tables:
     ta_table, ta_paired = pd.concat(ta_tables, ignore_index=True), pd.concat(ta_pairs, ignore_index=True)
     analysis.save_table(ta_table, "toolalpaca_eval")

@@ -60,21 +60,14 @@ OUT = None  # the synthesis folder (resumable); None: a temporary one
 RECORDS = None  # the full generation's folders (multi-agent/, single-agent/); None: data/train/synthesized
 CORPUS = None  # our AI-written corpus (by AI assistants following our brief); None: data/train/corpus
 DATA = None  # where the equal-size arms are evaluated: the bundled benchmark, or the root of an official API-Bank release
-WORTH = {  # display name -> model spec: the base model and the three equal-size adapters (models/synth-*-0.5b)
-    "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",
+WORTH = {  # display name -> model spec: a quick look at two of the equal-size adapters (models/synth-*-0.5b);
+    # apibank reproduce compares the base model and all three (apibank_lib.report.reproduce.NOTEBOOK_COMPARISONS)
     "AI-written (ours)": "llamacpp:synth-hand-0.5b",
     "model-made": "llamacpp:synth-made-0.5b",
-    "both, half and half": "llamacpp:synth-both-0.5b",
 }
 WORTH_LIMIT = 1  # API-call samples per level and model (apibank reproduce's standard profile: all); None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
-WORTH_PAIRS = [
-    ["model-made", "AI-written (ours)"],
-    ["both, half and half", "AI-written (ours)"],
-    ["both, half and half", "model-made"],
-    ["model-made", "Qwen2.5-Coder-0.5B base"],
-    ["AI-written (ours)", "Qwen2.5-Coder-0.5B base"],
-]
+WORTH_PAIRS = [["model-made", "AI-written (ours)"]]  # (A, B) pairs among WORTH
 N_BOOT = 200
 
 # %% [markdown]

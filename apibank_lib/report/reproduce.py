@@ -46,6 +46,41 @@ small Lynx, the two embedded instruct models, and the small Lynx v2 on the small
 QUICK_MODELS = ("oracle", "no-call", "heuristic", "llamacpp:qwen2.5-coder-0.5b")
 """The quick profile's models: the reference backends and the smaller embedded instruct model."""
 
+NOTEBOOK_COMPARISONS: dict[str, Any] = {
+    # notebook 05: the base model, the small Lynx v2 and its second stage, and the equal-size arms of our corpus and of
+    # ToolAlpaca's format
+    "COMPARED": {
+        "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",
+        "small Lynx v2: ours, 260": "llamacpp:lynx-0.5b",
+        "small Lynx v2, second stage": "llamacpp:lynx-0.5b-s2d",
+        "ours, equal size": "llamacpp:ours-equal-0.5b",
+        "ToolAlpaca format, equal size": "llamacpp:toolalpaca-equal-0.5b",
+    },
+    "COMPARED_PAIRS": [
+        ["ours, equal size", "ToolAlpaca format, equal size"],
+        ["small Lynx v2: ours, 260", "Qwen2.5-Coder-0.5B base"],
+        ["small Lynx v2, second stage", "small Lynx v2: ours, 260"],
+        ["ours, equal size", "Qwen2.5-Coder-0.5B base"],
+    ],
+    "GAIN": ["Qwen2.5-Coder-0.5B base", "small Lynx v2: ours, 260"],
+    # notebook 06: the base model and the three equal-size adapters of AI-written, model-made and mixed data
+    "WORTH": {
+        "Qwen2.5-Coder-0.5B base": "llamacpp:qwen2.5-coder-0.5b",
+        "AI-written (ours)": "llamacpp:synth-hand-0.5b",
+        "model-made": "llamacpp:synth-made-0.5b",
+        "both, half and half": "llamacpp:synth-both-0.5b",
+    },
+    "WORTH_PAIRS": [
+        ["model-made", "AI-written (ours)"],
+        ["both, half and half", "AI-written (ours)"],
+        ["both, half and half", "model-made"],
+        ["model-made", "Qwen2.5-Coder-0.5B base"],
+        ["AI-written (ours)", "Qwen2.5-Coder-0.5B base"],
+    ],
+}
+"""The models notebooks 05 and 06 compare under every profile. The notebooks' own defaults are a quick look at fewer
+(two or three adapters: what their notebook tests run, each adapter costing about half a minute there)."""
+
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         # `make reproduce` from a fresh clone in 12 minutes on 2 cores with the llama.cpp wheel cached, 18 building it
@@ -66,6 +101,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "WORTH_LIMIT": 1,
         "TRIALS_LIMIT": 1,  # 4 trials of the 0.5B at temperature 0.7 on 1 level-1 API-call sample
         "SUBSET_SEED": 0,
+        **NOTEBOOK_COMPARISONS,
     },
     "standard": {
         # The committed results (results/bundled/, and results/<release>/ with --data): every default model, sized
@@ -92,10 +128,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         "WORTH_LIMIT": None,
         "TRIALS_LIMIT": 60,  # pass^1..pass^4 of the 0.5B at temperature 0.7 on about 60 level-1 API-call samples
         "SUBSET_SEED": 0,
+        **NOTEBOOK_COMPARISONS,
     },
     "full": {
         "LIMIT": None, "KIND_LIMITS": {}, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None,
-        "REPLY_LIMIT": None, "WORTH_LIMIT": None, "TRIALS_LIMIT": None, "SUBSET_SEED": 0,
+        "REPLY_LIMIT": None, "WORTH_LIMIT": None, "TRIALS_LIMIT": None, "SUBSET_SEED": 0, **NOTEBOOK_COMPARISONS,
     },
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare); ``MODELS``, where a
