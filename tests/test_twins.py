@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,13 @@ def test_the_clock_moves_with_the_dates_and_a_date_stated_by_its_day_alone_is_ex
     assert "nor worked out" in _unstated("date", "2023-05-02", "2023-06-27", "on the 2nd at noon", "on the 2nd at noon")
     assert _unstated("date", "2023-04-01", "2023-05-27", "tomorrow morning", "tomorrow morning") is None
     assert "form the twin does not rewrite" in _unstated("patient_name", "Nora Quinn", "Edith Quinn", "for Nora Quinn", "for nora Quinn")
+
+
+def test_a_limited_run_draws_the_same_dialogues_on_source_and_twin(twin: tuple) -> None:
+    from apibank_lib.runs.config import RunConfig, plan
+
+    bench, tb, _ = twin
+    config = RunConfig(model="oracle", levels=(1, 2, 3), limit=8, tasks=("api",), level3="both")
+    source = {twin_key(item.key, tb.renaming) for item in plan(bench, config)}
+    assert source == {item.key for item in plan(tb, config)} and len(source) >= 24  # a twin's files sort otherwise
+    assert source != {twin_key(item.key, tb.renaming) for item in plan(bench, replace(config, subset_seed=1))}

@@ -166,8 +166,10 @@ def _renamed_stem(stem: str, renaming: Renaming) -> str:
 
 def twin_key(key: str, renaming: Renaming) -> str:
     """A source sample's key in its twin (the dialogue's file name carries the new API names)."""
-    level, kind, dialogue, index = key.split("/")
-    return "/".join([level, kind, _renamed_stem(dialogue, renaming), index])
+    parts = key.split("/")
+    if len(parts) == 4:  # a sample: L1/api/<dialogue>/<index>; an episode's key names a level-3 item, which keeps it
+        parts[2] = _renamed_stem(parts[2], renaming)
+    return "/".join(parts)
 
 
 def _renamed_step(step: dict[str, Any], renaming: Renaming) -> dict[str, Any]:

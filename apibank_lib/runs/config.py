@@ -308,7 +308,8 @@ def plan(bench: Benchmark, config: RunConfig) -> list[Sample | Episode]:
         # One dialogue order per level, over every sample of it, so that each task's draw (and the episodes')
         # comes from the same order whichever tasks a command asks for.
         order = (
-            dialogue_order(bench.samples(level), config.subset_seed)
+            dialogue_order(bench.samples(level), config.subset_seed,
+                           source_name=bench.renaming.original_api if bench.renaming is not None else None)
             if config.limit is not None and config.draw == RANDOM
             else None
         )

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from apibank_lib.core.errors import ConfigError
@@ -94,14 +94,26 @@ def _hash(seed: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
-def dialogue_order(items: Sequence[_Item], seed: int = 0) -> list[str]:
+def _source_id(dialogue: str, source_name: Callable[[str], str]) -> str:
+    """A twin's dialogue id as its source names it (the file stem carries the API names: ``A-B-level-1-1``)."""
+    head, sep, tail = dialogue.partition("-level-")
+    return "-".join(source_name(n) for n in head.split("-")) + sep + tail if sep else dialogue
+
+
+def dialogue_order(items: Sequence[_Item], seed: int = 0, *, source_name: Callable[[str], str] | None = None) -> list[str]:
     """Every dialogue of ``items`` (one level's, any kinds) in the draw's order for ``seed``.
 
     Within a stratum dialogues go in the order of a seeded hash of their level and id. The strata are then
     interleaved: at each position the stratum whose count taken so far falls furthest behind its proportional
     share goes next (ties broken by a seeded hash of the stratum's name), so every prefix is close to a
     proportionally stratified sample.
+
+    Args:
+        source_name: for a twin benchmark (:mod:`apibank_lib.data.twins`), an API's name in the source; the draw then
+            hashes the source's ids and API names, so a twin draws the same dialogues as its source and the two
+            runs pair sample by sample.
     """
+    rename = source_name or (lambda name: name)
     by_dialogue: dict[str, list[_Item]] = defaultdict(list)
     for item in items:
         by_dialogue[item.dialogue_id].append(item)
@@ -109,10 +121,12 @@ def dialogue_order(items: Sequence[_Item], seed: int = 0) -> list[str]:
         return []
     strata: dict[str, list[str]] = defaultdict(list)
     for dialogue, its in by_dialogue.items():
-        strata[stratum_of(its)].append(dialogue)
+        first = stratum_of(its)
+        strata[rename(first) if first != "-" else first].append(dialogue)
     level = items[0].level
+    source_id = {d: _source_id(d, rename) if source_name else d for d in by_dialogue}
     queues = {
-        name: sorted(ids, key=lambda d: (_hash(seed, "dialogue", level, d), d)) for name, ids in strata.items()
+        name: sorted(ids, key=lambda d: (_hash(seed, "dialogue", level, source_id[d]), source_id[d])) for name, ids in strata.items()
     }
     tie = {name: _hash(seed, "stratum", level, name) for name in queues}
     total = len(by_dialogue)
