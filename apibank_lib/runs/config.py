@@ -27,7 +27,7 @@ from apibank_lib.retrieval.retrievers import RETRIEVERS
 from apibank_lib.runs.shards import in_shard, parse_shard
 from apibank_lib.runs.subsets import FIRST, RANDOM, check_draw, dialogue_order, take
 
-__all__ = ["RunConfig", "plan", "plan_of", "planned", "planned_trials", "trial_key", "trial_seed", "default_runs_dir", "EPISODE_KEYS", "LEVEL3_MODES", "PREDICTIONS_FILE", "asks_for_episodes", "episodes_file", "same_episodes", "sample_identity"]
+__all__ = ["EPISODE_KEYS", "LEVEL3_MODES", "PREDICTIONS_FILE", "RunConfig", "asks_for_episodes", "default_runs_dir", "episodes_file", "plan", "plan_of", "planned", "planned_trials", "same_episodes", "sample_identity", "trial_key", "trial_seed"]
 
 
 LEVEL3_MODES = ("steps", "loop", "both")

@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from apibank_lib.core.errors import ConfigError
 
-__all__ = ["DRAWS", "RANDOM", "FIRST", "SEARCH_API", "check_draw", "stratum_of", "dialogue_order", "take", "describe", "describe_plans"]
+__all__ = ["DRAWS", "FIRST", "RANDOM", "SEARCH_API", "check_draw", "describe", "describe_plans", "dialogue_order", "stratum_of", "take"]
 
 RANDOM = "random"
 """A seeded, stratified draw of whole dialogues (the default wherever a limit is given)."""
