@@ -230,3 +230,26 @@ def test_a_limited_run_draws_the_same_dialogues_on_source_and_twin(twin: tuple) 
     source = {twin_key(item.key, tb.renaming) for item in plan(bench, config)}
     assert source == {item.key for item in plan(tb, config)} and len(source) >= 24  # a twin's files sort otherwise
     assert source != {twin_key(item.key, tb.renaming) for item in plan(bench, replace(config, subset_seed=1))}
+
+
+def test_the_heuristic_reads_the_new_values_as_it_read_the_old(tmp_path: Path) -> None:
+    """It fills arguments from the dialogue's words: a values twin changes what it reads, not whether it finds it."""
+    from apibank_lib.runs.config import RunConfig
+    from apibank_lib.runs.runner import run
+    from apibank_lib.runs.scoring import scored
+
+    make_twin(OFFICIAL_FIXTURE, tmp_path / "twin", seed=0, change=["values"])
+    tb = load_benchmark(tmp_path / "twin")
+    source, twin = (
+        scored(run(RunConfig(model="heuristic", levels=(1, 2), tasks=("api",), data=str(data), runs_dir=str(tmp_path / "runs")), progress=False).path)
+        for data in (OFFICIAL_FIXTURE, tmp_path / "twin")
+    )
+    theirs = {j.key: j for j in twin.judgments if j.kind == "api" and j.excluded is None}
+    pairs = [(j, theirs[twin_key(j.key, tb.renaming)]) for j in source.judgments
+             if j.kind == "api" and j.excluded is None and twin_key(j.key, tb.renaming) in theirs]
+    assert len(pairs) >= 30 and any(a.correct for a, _ in pairs)
+    # Right and wrong alike at level 1; a wrong answer's category may change, and a level-2 search may rank otherwise,
+    # since its guess of the API embeds every word of the user's message, the names and passwords included.
+    level1 = [(a, b) for a, b in pairs if a.level == 1]
+    assert len(level1) >= 20 and [a.correct for a, _ in level1] == [b.correct for _, b in level1]
+    assert sum(a.correct == b.correct for a, b in pairs) >= 0.9 * len(pairs)
