@@ -284,11 +284,13 @@ def test_the_architecture_is_read_past_arrays_and_numbers_as_the_full_reader_rea
 
 
 @pytest.mark.slow
-def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path) -> None:
+def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tiny_model: Path, tmp_path: Path) -> None:
+    """The loop's control flow on a tiny model (a step takes milliseconds); then one step on the packaged Gemma, whose
+    adapter llama.cpp loads and the runner scores."""
     from apibank_lib.training.recipe import TrainConfig, train
 
     examples = [e for e in examples_from_corpus(_report(corpus)) if e.task == "api"][:4]
-    config = dict(accumulate=2, threads=2, save_every=1, rank=4, alpha=8, lr=1e-3, warmup=1)
+    config = dict(model=str(tiny_model), accumulate=2, threads=2, save_every=1, rank=4, alpha=8, lr=1e-3, warmup=1)
     whole = train(TrainConfig(out=str(tmp_path / "whole"), **config), examples, progress=False)
     assert whole.steps == 2 and whole.examples_seen == 4
     assert (tmp_path / "whole" / "adapter" / "adapter_model.safetensors").is_file()
@@ -317,16 +319,19 @@ def test_the_recipe_trains_checkpoints_and_resumes(corpus: Path, tmp_path: Path)
         progress=False,
     )
     assert stage2.steps == 1 and stage2.final_loss < whole.final_loss + 1.0
-    # The adapter is a model like any other: llama.cpp loads it and the runner scores it (the transformers backend
-    # loading an adapter: tests/test_backends.py).
+    # On the packaged Gemma: the adapter is a model like any other, llama.cpp loads it and the runner scores it (the
+    # transformers backend loading an adapter: tests/test_backends.py).
     from apibank_lib.runs.config import RunConfig
     from apibank_lib.runs.runner import run
     from apibank_lib.runs.scoring import score_run
 
-    adapter = tmp_path / "whole" / "adapter"
+    gemma = {**config, "model": "gemma-3-270m"}
+    real = train(TrainConfig(out=str(tmp_path / "gemma"), max_steps=1, **gemma), examples, progress=False)
+    assert real.steps == 1
+    adapter = tmp_path / "gemma" / "adapter"
     for spec in (f"llamacpp:gemma-3-270m+{adapter}",):
-        config = RunConfig(spec, levels=(1,), limit=2, draw="first", max_tokens=24, tasks=("api",), out=str(tmp_path / spec.split(":")[0]))
-        result = run(config, progress=False)
+        run_config = RunConfig(spec, levels=(1,), limit=2, draw="first", max_tokens=24, tasks=("api",), out=str(tmp_path / spec.split(":")[0]))
+        result = run(run_config, progress=False)
         metrics = score_run(result.path)
         assert result.answered == 2 and metrics.levels["1"].api_samples == 2
         config_json = json.loads((result.path / "config.json").read_text())
