@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -253,3 +254,30 @@ def test_the_heuristic_reads_the_new_values_as_it_read_the_old(tmp_path: Path) -
     level1 = [(a, b) for a, b in pairs if a.level == 1]
     assert len(level1) >= 20 and [a.correct for a, _ in level1] == [b.correct for _, b in level1]
     assert sum(a.correct == b.correct for a, b in pairs) >= 0.9 * len(pairs)
+
+
+def test_a_training_corpus_has_a_twin_the_tester_accepts_as_the_source(tmp_path: Path) -> None:
+    from apibank_lib.data.check_train import check_corpus
+    from apibank_lib.data.formats.train_corpus import default_corpus_dir, read_corpus_file
+    from apibank_lib.data.twin_corpus import is_corpus, write_corpus_twin
+    from apibank_lib.training.export import examples_from_corpus
+
+    source = tmp_path / "corpus"  # six domains of ours (the whole corpus: 30 s of checking)
+    source.mkdir()
+    for path in sorted(default_corpus_dir().glob("*.yaml"))[:6]:
+        shutil.copy(path, source / path.name)
+    assert is_corpus(source) and not is_corpus(OFFICIAL_FIXTURE)
+    manifest = write_corpus_twin(source, tmp_path / "a", seed=0)
+    write_corpus_twin(source, tmp_path / "b", seed=0)
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert len(files) == manifest["files"] + 1 and all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+    renaming = Renaming.from_dict(manifest["renaming"])
+    assert len(renaming.apis) >= 30 and len(renaming.parameters) >= 40 and "ToolSearcher" not in renaming.apis
+    before, after = check_corpus(source), check_corpus(tmp_path / "a")
+    assert before.counts() == after.counts() and len(examples_from_corpus(after)) == len(examples_from_corpus(before))
+    called = {t.call.name for p in sorted((tmp_path / "a").glob("*.yaml")) for d in read_corpus_file(p).dialogues for t in d.turns if t.call}
+    assert not called & set(renaming.apis) and called & set(renaming.apis.values())
+    # The benchmark's twins keep their renaming: the corpus words only fill what the benchmark's tables lack.
+    assert make_renaming(0, ["names"]).api("AddAlarm") == "CreateWakeUpCall"
+    with pytest.raises(ConfigError, match="corpus"):
+        write_corpus_twin(source, tmp_path / "c", change=["values"])

@@ -251,9 +251,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_twin(args: argparse.Namespace) -> int:
+    from apibank_lib.data.twin_corpus import is_corpus, write_corpus_twin
     from apibank_lib.grading.twins import make_twin
 
-    change = [c.strip() for c in args.change.split(",") if c.strip()]
+    corpus = bool(args.data) and is_corpus(args.data)
+    default = "names,parameters" if corpus else "names,parameters,values"
+    change = [c.strip() for c in (args.change or default).split(",") if c.strip()]
+    if corpus:  # a training corpus: names and parameters (its own APIs)
+        manifest = write_corpus_twin(args.data, args.out, seed=args.seed, change=change)
+        if args.json:
+            print_json(manifest)
+            return 0
+        r = manifest["renaming"]
+        print(f"Corpus twin written to {args.out}: {manifest['files']} files, {len(r['apis'])} APIs and {len(r['parameters'])} "
+              f"parameters renamed, {len(manifest['kept'])} names kept (no word of theirs in the synonym table)")
+        print(f"Train on both: apibank train --source {args.data} --source {args.out} ...")
+        return 0
     report = make_twin(args.data, args.out, seed=args.seed, change=change)
     if args.json:
         print_json(report.to_dict())
@@ -344,8 +357,9 @@ def add_commands(sub: Any) -> None:
     add_common(p)
     p.add_argument("--out", required=True, help="the twin's folder (new or empty)")
     p.add_argument("--seed", type=int, default=0, help="which synonyms are chosen")
-    p.add_argument("--change", default="names,parameters,values",
-                   help="what changes, comma-separated: names (APIs), parameters, values (people, accounts, secrets, dates)")
+    p.add_argument("--change", default=None,
+                   help="what changes, comma-separated: names (APIs), parameters, values (people, accounts, secrets, dates); "
+                   "default: all three (a training corpus: names,parameters)")
     p.set_defaults(func=cmd_twin)
 
     p = sub.add_parser(
