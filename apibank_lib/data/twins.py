@@ -142,7 +142,8 @@ class TwinReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         values = self.renaming.values
-        return {"out": str(self.out), "files": self.files, "excluded": self.excluded, "replay": self.replay,
+        return {"out": str(self.out), "change": self.manifest.get("change", []), "files": self.files,
+                "excluded": self.excluded, "replay": self.replay,
                 "apis_renamed": len(self.renaming.apis), "parameters_renamed": len(self.renaming.parameters),
                 "values_replaced": len(values.exact), "name_words_replaced": len(values.words),
                 "date_shift_days": values.date_shift_days}
