@@ -21,7 +21,7 @@ import json
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,36 @@ def _same_format(value: str, seed: int, taken: set[str]) -> str:
         if new != value and new not in taken:
             return new
     raise ValueError(f"no replacement of {value!r}'s format is free")
+
+
+_RUNS = re.compile(r"[A-Za-z]+|\d+|[^A-Za-z\d]+")
+
+
+def _word_like(run: str) -> bool:
+    """A run of letters that reads as a word ("admin", "pass"), not as random letters ("xq", "kzt")."""
+    return len(run) >= 3 and bool(re.search(r"[aeiouy]", run.lower())) and not re.search(r"[^aeiouy]{4}", run.lower())
+
+
+def _natural(value: str, seed: int, taken: set[str], words: Mapping[int, list[str]]) -> str:
+    """A value of the same format that reads as the source's does: each word-like run of letters becomes a word of
+    its length and case from ``words``, every other run is scrambled letter for letter, digit for digit."""
+    runs = _RUNS.findall(value)
+    for attempt in range(100):
+        out = []
+        for i, run in enumerate(runs):
+            options = words.get(len(run)) or []
+            cased = run.islower() or run.isupper() or (run[0].isupper() and run[1:].islower())
+            if run.isalpha() and options and cased and _word_like(run):
+                word = options[_hash(seed, f"{value}#{attempt}#{i}") % len(options)]
+                out.append(word.upper() if run.isupper() else word.capitalize() if run[0].isupper() else word)
+            elif run.isalnum():
+                out.append(_same_format(run, seed + attempt, set()))
+            else:
+                out.append(run)
+        new = "".join(out)
+        if new != value and new not in taken:
+            return new
+    return _same_format(value, seed, taken)
 
 
 def _walk(value: Any, key: str | None = None) -> Iterator[tuple[str, str]]:
@@ -212,27 +242,32 @@ def collect_values(root: str | Path, seed: int, *, table: dict[str, list[str]] |
         taken.add(new)
 
     exact: dict[str, str] = {}
+    words_by_length = {int(k): list(v) for k, v in (table.get("words") or {}).items()}
+    # A replacement of a whole value must not be a value being replaced (the map is one-to-one); unlike a name word,
+    # it may be a word the data uses elsewhere ("feather" as a password).
+    taken = users | secrets | emails | set(words) | set(words.values())
     lower = {w.lower(): n.lower() for w, n in words.items()}
     for u in sorted(u for u in users if u not in words and (len(u) >= _SHORTEST or _split_user(u))):
         parts = _split_user(u)
         if parts:
             exact[u] = "".join(words.get(p, p) for p in parts) + u[len("".join(parts)):]
         else:
-            exact[u] = _email_local(u, lower) or _same_format(u, seed, taken)
+            exact[u] = _email_local(u, lower) or _natural(u, seed, taken, words_by_length)
         if exact[u] == u:  # every word of it keeps its form
             del exact[u]
             continue
         taken.add(exact[u])
     for e in sorted(emails):
         local, domain = _EMAIL.match(e).groups()  # type: ignore[union-attr]
-        exact[e] = f"{_email_local(local, lower) or _same_format(local, seed, taken)}@{domain}"
+        local_new = exact.get(local) or _email_local(local, lower) or _natural(local, seed, taken, words_by_length)
+        exact[e] = f"{local_new}@{domain}"
         if exact[e] == e:
             del exact[e]
             continue
         taken.add(exact[e])
     for s in sorted(secrets - set(exact)):
         if len(s) >= _SHORTEST and s not in words:
-            exact[s] = _same_format(s, seed, taken)
+            exact[s] = _natural(s, seed, taken, words_by_length)
             taken.add(exact[s])
     weeks = 5 + _hash(seed, "dates") % 8
     return ValueMap(exact, words, 7 * weeks)
