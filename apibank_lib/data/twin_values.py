@@ -7,8 +7,13 @@ and builds its :class:`~apibank_lib.env.values.ValueMap` from the fields whose k
   (``AliceMorgan``): each word is replaced by a name of the same kind from ``data/twins/values.yaml``, and the user
   names and the e-mail addresses built from those words are rebuilt from the new ones;
 * other user names, passwords, tokens, appointment ids and the e-mail addresses not built from a name: a replacement
-  of the same format (each letter by a letter of the same case, each digit by a digit; the rest kept);
+  of the same format that reads as the source does: a word-like run of letters ("admin", "pass") becomes a word of
+  its length and case from the same file's ``words``, any other run is scrambled letter for letter (of the same
+  case) and digit for digit, the rest kept;
 * dates: a shift of 5 to 12 weeks, the seed choosing.
+
+A value under five characters, and a value equal to a field name ("password" as a password: the data's keys are
+rewritten too), keeps its form.
 
 The seed decides every choice through a hash of the value, so a value's replacement does not depend on which
 other values the benchmark holds. :func:`rewrite_values` then applies the map to every file of a twin.
@@ -51,7 +56,7 @@ _EMAIL = re.compile(r"^([A-Za-z0-9._+-]+)@([A-Za-z0-9.-]+)$")
 
 
 def values_path() -> Path:
-    """Where the replacement names lie."""
+    """Where the replacement names and words lie."""
     return PROJECT_ROOT / "data" / "twins" / "values.yaml"
 
 
