@@ -284,3 +284,7 @@ def test_a_training_corpus_has_a_twin_the_tester_accepts_as_the_source(tmp_path:
     assert make_renaming(0, ["names"]).api("AddAlarm") == "CreateWakeUpCall"
     with pytest.raises(ConfigError, match="corpus"):
         write_corpus_twin(source, tmp_path / "c", change=["values"])
+    from apibank_lib.cli import main
+
+    assert main(["twin", "--data", str(source), "--out", str(tmp_path / "d"), "--json"]) == 0  # the command finds a corpus
+    assert (tmp_path / "d" / "twin.json").read_bytes() == (tmp_path / "a" / "twin.json").read_bytes()
