@@ -27,8 +27,8 @@ from apibank_lib.core.errors import ConfigError, DataError, ParseError
 from apibank_lib.core.types import ApiCall
 from apibank_lib.core.yamlfile import read_yaml
 from apibank_lib.data.formats.train_corpus import corpus_files
-from apibank_lib.data.twins import TWIN_FILE, _camel_words, _new_name, synonyms_path
-from apibank_lib.env.renaming import KEPT_APIS, KEPT_PARAMETERS, Renaming
+from apibank_lib.data.twins import TWIN_FILE, new_names, synonyms_path
+from apibank_lib.env.renaming import Renaming
 
 __all__ = ["CORPUS_CHANGES", "corpus_renaming", "is_corpus", "write_corpus_twin"]
 
@@ -65,30 +65,10 @@ def corpus_renaming(apis: set[str], params: set[str], seed: int, change: Iterabl
     # The corpus sections only fill what the benchmark's tables lack (so that a benchmark's twins never change).
     api_words = {**table.get("corpus_api_words", {}), **table.get("api_words", {})}
     parameter_words = {**table.get("corpus_parameter_words", {}), **table.get("parameter_words", {})}
-    kept: list[str] = []
-    new_apis: dict[str, str] = {}
-    if "names" in change:
-        taken = set(apis)
-        for name in sorted(apis - KEPT_APIS):
-            new = _new_name(name, _camel_words(name), api_words, seed, "", taken)
-            if new is None:
-                kept.append(name)
-                continue
-            new_apis[name] = new
-            taken.add(new)
-    new_params: dict[str, str] = {}
-    if "parameters" in change:
-        whole = table.get("whole", {})
-        taken = set(params)
-        for p in sorted(params - KEPT_PARAMETERS):
-            new = whole.get(p) if whole.get(p) not in taken else None
-            new = new or _new_name(p, p.split("_"), parameter_words, seed, "_", taken)
-            if new is None or not new.isidentifier():
-                kept.append(p)
-                continue
-            new_params[p] = new
-            taken.add(new)
-    return Renaming(new_apis, new_params), kept
+    new_apis, new_params, unnamed_apis, unnamed_params = new_names(
+        apis, params, seed, change, api_words, parameter_words, table.get("whole", {}),
+    )
+    return Renaming(new_apis, new_params), unnamed_apis + unnamed_params
 
 
 def _renamed_call(text: str, renaming: Renaming, where: str) -> str:

@@ -26,7 +26,7 @@ import json
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -126,25 +126,26 @@ def _walk(value: Any, key: str | None = None) -> Iterator[tuple[str, str]]:
         yield key, value
 
 
+_DATABASE_FOLDERS = ("init_database", "recordings", "lv3_database")
+
+
+def _data_files(root: Path) -> Iterator[Path]:
+    """Every data file a twin rewrites: databases, recordings, level-3 tables, dialogues (``.jsonl``), level-3 items."""
+    for folder in _DATABASE_FOLDERS:
+        yield from sorted((root / folder).glob("*.json"))
+    yield from sorted((root / "lv1-lv2-samples").glob("*/*.jsonl"))
+    if (root / "test-data" / "level-3.json").is_file():
+        yield root / "test-data" / "level-3.json"
+
+
 def _documents(root: Path) -> Iterator[tuple[str, Any]]:
     """(database name or '', JSON) for every data file a twin rewrites (dialogue lines one by one)."""
-    for folder in ("init_database", "recordings", "lv3_database"):
-        for path in sorted((root / folder).glob("*.json")):
-            yield path.stem, json.loads(path.read_text(encoding="utf-8"))
-    for path in sorted((root / "lv1-lv2-samples").glob("*/*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                yield "", json.loads(line)
-    level3 = root / "test-data" / "level-3.json"
-    if level3.is_file():
-        yield "", json.loads(level3.read_text(encoding="utf-8"))
-
-
-def _all_text(root: Path) -> str:
-    parts: list[str] = []
-    for _, doc in _documents(root):
-        parts.append(json.dumps(doc, ensure_ascii=False))
-    return "\n".join(parts)
+    for path in _data_files(root):
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            yield from (("", json.loads(line)) for line in text.splitlines() if line.strip())
+        else:
+            yield (path.stem if path.parent.name in _DATABASE_FOLDERS else ""), json.loads(text)
 
 
 _ENVELOPE_KEYS = frozenset({"role", "text", "api_name", "param_dict", "result", "input", "output", "exception",
@@ -203,7 +204,9 @@ def collect_values(root: str | Path, seed: int, *, table: dict[str, list[str]] |
     users: set[str] = set()
     secrets: set[str] = set()
     emails: set[str] = set()
+    texts: list[str] = []  # every document as text, for the words the data already uses
     for name, doc in _documents(root):
+        texts.append(json.dumps(doc, ensure_ascii=False))
         keyed = KEYED_BY.get(name)
         if keyed and isinstance(doc, dict):
             (users if keyed is USER_FIELDS else secrets).update(k for k in doc if isinstance(k, str))
@@ -218,7 +221,7 @@ def collect_values(root: str | Path, seed: int, *, table: dict[str, list[str]] |
                 emails.add(text)
     fields = _field_names()
     users, secrets, emails = users - fields, secrets - fields, emails - fields
-    text = _all_text(root)
+    text = "\n".join(texts)
     present = set(re.findall(r"[A-Za-z]+", text)) | set(_NAME_WORD.findall(text)) | persons | users | secrets | emails
     table = table if table is not None else read_yaml(values_path())
 
@@ -297,21 +300,16 @@ def _email_local(local: str, lower: dict[str, str]) -> str | None:
     return "".join(out)
 
 
-def rewrite_values(out: Path, values: ValueMap, files: Iterable[Path] | None = None) -> int:
+def rewrite_values(out: Path, values: ValueMap) -> int:
     """Apply ``values`` to every data file under a twin's root ``out``; returns how many files were rewritten."""
     count = 0
-    for folder in ("init_database", "recordings", "lv3_database"):
-        for path in sorted((out / folder).glob("*.json")):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            path.write_text(json.dumps(values.json(data), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-            count += 1
-    for path in sorted((out / "lv1-lv2-samples").glob("*/*.jsonl")):
-        lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        path.write_text("".join(json.dumps(values.json(x), ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
-        count += 1
-    level3 = out / "test-data" / "level-3.json"
-    if level3.is_file():
-        items = json.loads(level3.read_text(encoding="utf-8"))
-        level3.write_text(json.dumps(values.json(items), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    for path in _data_files(out):
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            lines = [json.loads(x) for x in text.splitlines() if x.strip()]
+            path.write_text("".join(json.dumps(values.json(x), ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+        else:
+            indent = 1 if path.parent.name in _DATABASE_FOLDERS else 2
+            path.write_text(json.dumps(values.json(json.loads(text)), ensure_ascii=False, indent=indent) + "\n", encoding="utf-8")
         count += 1
     return count

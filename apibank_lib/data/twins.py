@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,8 @@ from apibank_lib.data.twin_values import collect_values, rewrite_values
 from apibank_lib.env.renaming import KEPT_APIS, KEPT_PARAMETERS, Renaming
 from apibank_lib.env.tools.registry import toolset_for_level
 
-__all__ = ["CHANGES", "TWIN_FILE", "TwinReport", "make_renaming", "read_twin", "synonyms_path", "twin_key", "write_manifest", "write_twin"]
+__all__ = ["CHANGES", "TWIN_FILE", "TwinReport", "make_renaming", "new_names", "read_twin", "rename_stem", "synonyms_path", "twin_key",
+           "write_manifest", "write_twin"]
 
 CHANGES = ("names", "parameters", "values")
 """What a twin can change: API names, parameter names, and the values of the world (:mod:`~apibank_lib.data.twin_values`)."""
@@ -97,27 +98,51 @@ def make_renaming(seed: int, change: Iterable[str], *, synonyms: Mapping[str, An
         names.update(ts)
         for n in ts:
             params.update(ts.get(n).input_parameters)
-    apis: dict[str, str] = {}
+    apis, renamed_params, unnamed_apis, unnamed_params = new_names(
+        names, params, seed, change, table.get("api_words", {}), table.get("parameter_words", {}), table.get("whole", {}),
+    )
+    if unnamed_apis:
+        raise ConfigError(f"the synonym table gives API {unnamed_apis[0]} no new name: add its words to {synonyms_path()}")
+    if unnamed_params:
+        raise ConfigError(f"the synonym table gives parameter {unnamed_params[0]} no new name: add its words to {synonyms_path()}")
+    return Renaming(apis, renamed_params)
+
+
+def new_names(
+    apis: set[str], params: set[str], seed: int, change: Iterable[str], api_words: Mapping[str, list[str]],
+    parameter_words: Mapping[str, list[str]], whole: Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, str], list[str], list[str]]:
+    """New API names (``names`` in ``change``) and parameter names (``parameters``), word by word from the tables,
+    the benchmark's mechanism left as it is; a parameter takes its ``whole`` entry first where it has one.
+
+    Returns:
+        (API -> new name, parameter -> new name, the APIs and the parameters the tables give no new name, sorted).
+    """
+    change = set(change)
+    new_apis: dict[str, str] = {}
+    unnamed_apis: list[str] = []
     if "names" in change:
-        taken = set(names)
-        for name in sorted(names - KEPT_APIS):
-            new = _new_name(name, _camel_words(name), table.get("api_words", {}), seed, "", taken)
+        taken = set(apis)
+        for name in sorted(apis - KEPT_APIS):
+            new = _new_name(name, _camel_words(name), api_words, seed, "", taken)
             if new is None:
-                raise ConfigError(f"the synonym table gives API {name} no new name: add its words to {synonyms_path()}")
-            apis[name] = new
+                unnamed_apis.append(name)
+                continue
+            new_apis[name] = new
             taken.add(new)
-    renamed_params: dict[str, str] = {}
+    new_params: dict[str, str] = {}
+    unnamed_params: list[str] = []
     if "parameters" in change:
-        whole = table.get("whole", {})
         taken = set(params)
         for p in sorted(params - KEPT_PARAMETERS):
             new = whole.get(p) if whole.get(p) not in taken else None
-            new = new or _new_name(p, p.split("_"), table.get("parameter_words", {}), seed, "_", taken)
-            if new is None:
-                raise ConfigError(f"the synonym table gives parameter {p} no new name: add its words to {synonyms_path()}")
-            renamed_params[p] = new
+            new = new or _new_name(p, p.split("_"), parameter_words, seed, "_", taken)
+            if new is None or not new.isidentifier():
+                unnamed_params.append(p)
+                continue
+            new_params[p] = new
             taken.add(new)
-    return Renaming(apis, renamed_params)
+    return new_apis, new_params, unnamed_apis, unnamed_params
 
 
 @dataclass
@@ -160,9 +185,15 @@ def _renamed_record(line: dict[str, Any], renaming: Renaming) -> dict[str, Any]:
     return out
 
 
-def _renamed_stem(stem: str, renaming: Renaming) -> str:
+def rename_stem(stem: str, rename: Callable[[str], str]) -> str:
+    """A dialogue file's stem (``A-B-level-1-1``: the APIs it calls, then its level and index) with each API name
+    passed through ``rename`` (a renaming's ``api`` for the twin's stem, ``original_api`` for the source's)."""
     head, sep, tail = stem.partition("-level-")
-    return "-".join(renaming.api(n) for n in head.split("-")) + sep + tail if sep else stem
+    return "-".join(rename(n) for n in head.split("-")) + sep + tail if sep else stem
+
+
+def _renamed_stem(stem: str, renaming: Renaming) -> str:
+    return rename_stem(stem, renaming.api)
 
 
 def twin_key(key: str, renaming: Renaming) -> str:

@@ -43,7 +43,17 @@ _YEAR = r"20[0-3]\d"  # the benchmark's world: a date in 1794 is history and sta
 _ISO = rf"(?P<iy>{_YEAR})-(?P<im>\d\d)-(?P<id>\d\d)(?!\d)"
 _MDY = rf"\b(?P<am>{_MONTH})(?P<adot>\.?) (?P<ad>\d{{1,2}})(?P<asuf>st|nd|rd|th)?(?!\d)(?:(?P<acomma>,? )(?P<ay>{_YEAR})(?!\d))?"
 _DMY = rf"\b(?P<bd>\d{{1,2}})(?P<bsuf>st|nd|rd|th)? (?P<bof>of )?(?P<bm>{_MONTH})(?P<bdot>\.?)(?![a-z])(?:(?P<bcomma>,? )(?P<by>{_YEAR})(?!\d))?"
+_DATES = re.compile("|".join(f"(?:{p})" for p in (_ISO, _MDY, _DMY)))
 _BASE_YEAR = 2023  # a written date without its year is read in the benchmark's year (GetToday's)
+
+
+def _date_parts(g: Mapping[str, str | None], year: int) -> tuple[int, int, int]:
+    """(year, month, day) of a date the patterns matched (its group dict); ``year`` where the text gives none."""
+    if g.get("iy") is not None:
+        return int(g["iy"]), int(g["im"]), int(g["id"])  # type: ignore[arg-type]
+    if g.get("am") is not None:
+        return int(g["ay"] or year), _month_number(g["am"]), int(g["ad"])  # type: ignore[arg-type]
+    return int(g["by"] or year), _month_number(g["bm"]), int(g["bd"])  # type: ignore[arg-type]
 
 
 def _suffix(day: int) -> str:
@@ -99,7 +109,7 @@ class ValueMap:
             alt = "|".join(re.escape(v) for v in sorted(self.exact, key=lambda v: (-len(v), v)))
             parts.append(rf"(?<![A-Za-z0-9])(?P<exact>{alt})(?![A-Za-z0-9])")
         if self.date_shift_days:
-            parts += [_ISO, _MDY, _DMY]
+            parts.append(_DATES.pattern)
         if self.words:
             alt = "|".join(re.escape(v) for v in sorted(self.words, key=lambda v: (-len(v), v)))
             parts.append(rf"\b(?P<word>{alt})\b")
@@ -117,20 +127,14 @@ class ValueMap:
             return self.exact[g["exact"]]
         if g.get("word") is not None:
             return self.words[g["word"]]
-        if g.get("iy") is not None:
-            new = self._shift(int(g["iy"]), int(g["im"]), int(g["id"]))
-            return new.isoformat() if new else m.group(0)
-        if g.get("am") is not None:
-            month = _month_number(g["am"])
-            new = self._shift(int(g["ay"] or _BASE_YEAR), month, int(g["ad"]))
-            if new is None:
-                return m.group(0)
-            text = f"{_month_name(new.month, g['am'])}{g['adot']} {new.day}{_suffix(new.day) if g['asuf'] else ''}"
-            return text + (f"{g['acomma']}{new.year}" if g["ay"] else "")
-        month = _month_number(g["bm"])
-        new = self._shift(int(g["by"] or _BASE_YEAR), month, int(g["bd"]))
+        new = self._shift(*_date_parts(g, _BASE_YEAR))
         if new is None:
             return m.group(0)
+        if g.get("iy") is not None:
+            return new.isoformat()
+        if g.get("am") is not None:
+            text = f"{_month_name(new.month, g['am'])}{g['adot']} {new.day}{_suffix(new.day) if g['asuf'] else ''}"
+            return text + (f"{g['acomma']}{new.year}" if g["ay"] else "")
         text = f"{new.day}{_suffix(new.day) if g['bsuf'] else ''} {g['bof'] or ''}{_month_name(new.month, g['bm'])}{g['bdot']}"
         return text + (f"{g['bcomma']}{new.year}" if g["by"] else "")
 
@@ -163,14 +167,5 @@ class ValueMap:
 def date_mentions(date: dt.date, text: str) -> bool:
     """Whether ``text`` states ``date`` in a form a :class:`ValueMap` rewrites (ISO, or written with the month's
     name, with or without its year)."""
-    for m in re.finditer("|".join(f"(?:{p})" for p in (_ISO, _MDY, _DMY)), text):
-        g = m.groupdict()
-        if g.get("iy") is not None:
-            y, mo, d = int(g["iy"]), int(g["im"]), int(g["id"])
-        elif g.get("am") is not None:
-            y, mo, d = int(g["ay"] or date.year), _month_number(g["am"]), int(g["ad"])
-        else:
-            y, mo, d = int(g["by"] or date.year), _month_number(g["bm"]), int(g["bd"])
-        if (y, mo, d) == (date.year, date.month, date.day):
-            return True
-    return False
+    wanted = (date.year, date.month, date.day)
+    return any(_date_parts(m.groupdict(), date.year) == wanted for m in _DATES.finditer(text))

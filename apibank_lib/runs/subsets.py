@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from apibank_lib.core.errors import ConfigError
+from apibank_lib.data.twins import rename_stem
 
 __all__ = ["DRAWS", "FIRST", "RANDOM", "SEARCH_API", "check_draw", "describe", "describe_plans", "dialogue_order", "stratum_of", "take"]
 
@@ -94,12 +95,6 @@ def _hash(seed: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
-def _source_id(dialogue: str, source_name: Callable[[str], str]) -> str:
-    """A twin's dialogue id as its source names it (the file stem carries the API names: ``A-B-level-1-1``)."""
-    head, sep, tail = dialogue.partition("-level-")
-    return "-".join(source_name(n) for n in head.split("-")) + sep + tail if sep else dialogue
-
-
 def dialogue_order(items: Sequence[_Item], seed: int = 0, *, source_name: Callable[[str], str] | None = None) -> list[str]:
     """Every dialogue of ``items`` (one level's, any kinds) in the draw's order for ``seed``.
 
@@ -121,10 +116,9 @@ def dialogue_order(items: Sequence[_Item], seed: int = 0, *, source_name: Callab
         return []
     strata: dict[str, list[str]] = defaultdict(list)
     for dialogue, its in by_dialogue.items():
-        first = stratum_of(its)
-        strata[rename(first) if first != "-" else first].append(dialogue)
+        strata[rename(stratum_of(its))].append(dialogue)
     level = items[0].level
-    source_id = {d: _source_id(d, rename) if source_name else d for d in by_dialogue}
+    source_id = {d: rename_stem(d, rename) for d in by_dialogue}
     queues = {
         name: sorted(ids, key=lambda d: (_hash(seed, "dialogue", level, source_id[d]), source_id[d])) for name, ids in strata.items()
     }
