@@ -51,7 +51,7 @@ MAX_STEPS = 12  # agent-loop step limit (the bundled level-3 items have at most 
 OPTIONS = {}  # backend options per model, e.g. {"openai:m@http://127.0.0.1:8000/v1": {"timeout_s": 60}}
 RUNS_DIR = None  # default: $APIBANK_RUNS, else runs/ in the project
 TRIALS_MODEL = "llamacpp:qwen2.5-coder-0.5b"  # a sampled model answered several times: pass^k (None: no trials)
-TRIALS = 4  # answers per sample, each with its own seed
+TRIALS = 2  # answers per sample, each with its own seed (apibank reproduce: 4)
 TEMPERATURE = 0.7
 TRIALS_LIMIT = 1  # level-1 API-call samples (apibank reproduce's standard profile: 60)
 

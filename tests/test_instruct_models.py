@@ -8,7 +8,7 @@ import pytest
 
 from apibank_lib.data.datasets import Benchmark
 from apibank_lib.models.base import Request
-from apibank_lib.models.packaged import model_status, packaged_model_path
+from apibank_lib.models.packaged import model_status
 from apibank_lib.prompting.chat import build_chat
 from apibank_lib.prompting.prompts import build_prompt
 from apibank_lib.runs.config import RunConfig
@@ -60,7 +60,7 @@ def test_a_short_chat_run_is_judged_call_by_call(qwen: object, bench: Benchmark,
     assert RunFolder(out).read_info().identity["prompt"]["template_sha"] == qwen.template.sha  # type: ignore[attr-defined]
 
 
-def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: object, bench: Benchmark) -> None:
+def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: object, bench: Benchmark, qwen_server: str) -> None:
     """llama-cpp-python's OpenAI-compatible server (no --chat_format: it renders the GGUF's own template) and the
     embedded backend see the same tokens and give the same judgments, on samples before any earlier call.
 
@@ -73,8 +73,6 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
     from apibank_lib.grading.grader import Grader
     from apibank_lib.models.openai_compat import OpenAIBackend
     from apibank_lib.prompting.toolcalls import parse_tool_calls
-    from tests.helpers import llama_server
-
     toolset = bench.toolset(1)
     grader = Grader(bench, V2)
     first = [s for s in bench.samples(1, "api") if not any(t.role == "API" for t in s.history)][:4]
@@ -83,10 +81,8 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
         context = sample.context()
         chat = build_chat(context, toolset)
         requests.append(Request(build_prompt(context, toolset), context, sample, 128, None, "chat", chat, "auto"))
-    path = packaged_model_path(QWEN)
-    with llama_server(path, "--n_ctx", "4096") as base:
-        http = OpenAIBackend("qwen", base, tool_choice="auto", timeout_s=300, check_tools=False)
-        served = [http.complete(r) for r in requests]
+    http = OpenAIBackend("qwen", qwen_server, tool_choice="auto", timeout_s=300, check_tools=False)
+    served = [http.complete(r) for r in requests]
     # Asked with "auto", the 0.5B answers most of these first samples in text (it asks for the password it was not
     # given), so the agreement checked here is of prompt, decoding and reading.
     for sample, request, remote in zip(first, requests, served, strict=True):

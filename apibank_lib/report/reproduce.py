@@ -77,9 +77,12 @@ NOTEBOOK_COMPARISONS: dict[str, Any] = {
         ["model-made", "Qwen2.5-Coder-0.5B base"],
         ["AI-written (ours)", "Qwen2.5-Coder-0.5B base"],
     ],
+    "WORTH_LEVELS": [1, 2, 3],  # notebook 06's arms answer every level
+    "TRIALS": 4,  # notebook 02's sampled model answers each trial sample four times (pass^1..pass^4)
 }
-"""The models notebooks 05 and 06 compare under every profile. The notebooks' own defaults are a quick look at fewer
-(two or three adapters: what their notebook tests run, each adapter costing about half a minute there)."""
+"""What notebooks 02, 05 and 06 do under every profile beyond their own defaults: the models 05 and 06 compare, 06's
+arms at every level, 02's four trials. The notebooks' own defaults are a quick look at less (two or three adapters,
+level 1 in 06, two trials: what their notebook tests run, each adapter costing about half a minute there)."""
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
