@@ -90,9 +90,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         # (it checks that everything runs end to end; the committed figures come from `standard`): the reference
         # backends on every sample (they cost nothing), the 0.5B instruct model on 15 API-call samples of each level
         # (about 4 s each; its intervals are blank where they rest on fewer than 10 dialogues), 2 replies per level and
-        # 1 agent episode; notebooks 05 and 06 answer 2 and 1 samples per adapter. Every limit draws whole dialogues at
-        # random (seed SUBSET_SEED, stratified by first API; apibank_lib.runs.subsets), the same for every model, never
-        # the first samples of the files.
+        # 1 agent episode; notebooks 05 and 06 answer 2 and 1 samples per adapter (06 at level 1). Every limit draws
+        # whole dialogues at random (seed SUBSET_SEED, stratified by first API; apibank_lib.runs.subsets), the same for
+        # every model, never the first samples of the files.
         "MODELS": list(QUICK_MODELS),
         "LIMIT": None,
         "KIND_LIMITS": {"response": 2, "episodes": 1},
@@ -102,9 +102,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         "CALL_LIMIT": 2,
         "REPLY_LIMIT": 1,
         "WORTH_LIMIT": 1,
-        "TRIALS_LIMIT": 1,  # 4 trials of the 0.5B at temperature 0.7 on 1 level-1 API-call sample
+        "TRIALS_LIMIT": 1,  # 2 trials of the 0.5B at temperature 0.7 on the level-1 API-call samples of 1 dialogue
         "SUBSET_SEED": 0,
         **NOTEBOOK_COMPARISONS,
+        "WORTH_LEVELS": [1],  # notebook 06's four arms on level 1 only (about 90 s less than every level)
+        "TRIALS": 2,
     },
     "standard": {
         # The committed results (results/bundled/, and results/<release>/ with --data): every default model, sized
