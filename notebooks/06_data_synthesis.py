@@ -44,7 +44,7 @@ from apibank_lib.data.check_train import check_corpus
 # %% tags=["parameters"]
 BACKEND = "llamacpp:qwen2.5-coder-0.5b"  # or openai:<model>@<base_url>
 N_DOMAINS = 1
-APIS_PER_DOMAIN = 3
+APIS_PER_DOMAIN = 1  # (apibank reproduce's standard profile: 3)
 DIALOGUES_PER_DOMAIN = 1
 SINGLE_EXAMPLES = 1  # whole examples asked of the single agent
 MAX_TOKENS = 1024

@@ -125,7 +125,7 @@ def test_one_real_dialogue_goes_through_all_five_synthesis_stages(qwen: object, 
 
     from apibank_lib.synthesis.pipeline import SynthesisConfig, run_pipeline
 
-    config = SynthesisConfig(qwen, tmp_path, n_domains=1, apis_per_domain=3, dialogues_per_domain=1, max_tokens=768, lists=False, retries=2)  # type: ignore[arg-type]
+    config = SynthesisConfig(qwen, tmp_path, n_domains=1, apis_per_domain=1, dialogues_per_domain=1, max_tokens=768, lists=False, retries=2)  # type: ignore[arg-type]
     report = run_pipeline(config)
     stages = {row["stage"]: row for row in report.table().to_dict("records")}
     # A small model's answer may be refused and asked again (retries): each stage ends with one accepted answer.

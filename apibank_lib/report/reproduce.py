@@ -79,10 +79,11 @@ NOTEBOOK_COMPARISONS: dict[str, Any] = {
     ],
     "WORTH_LEVELS": [1, 2, 3],  # notebook 06's arms answer every level
     "TRIALS": 4,  # notebook 02's sampled model answers each trial sample four times (pass^1..pass^4)
+    "APIS_PER_DOMAIN": 3,  # notebook 06's API agent writes three APIs for its domain
 }
 """What notebooks 02, 05 and 06 do under every profile beyond their own defaults: the models 05 and 06 compare, 06's
-arms at every level, 02's four trials. The notebooks' own defaults are a quick look at less (two or three adapters,
-level 1 in 06, two trials: what their notebook tests run, each adapter costing about half a minute there)."""
+arms at every level and its agents on three APIs, 02's four trials. The notebooks' own defaults are a quick look at
+less (two or three adapters, level 1 and one API in 06, two trials: what their notebook tests run)."""
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
@@ -107,6 +108,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         **NOTEBOOK_COMPARISONS,
         "WORTH_LEVELS": [1],  # notebook 06's four arms on level 1 only (about 90 s less than every level)
         "TRIALS": 2,
+        "APIS_PER_DOMAIN": 1,  # and its synthesis agents on one API (the API stage is most of their time)
     },
     "standard": {
         # The committed results (results/bundled/, and results/<release>/ with --data): every default model, sized
