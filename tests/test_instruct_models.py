@@ -75,7 +75,7 @@ def test_the_server_with_the_ggufs_template_judges_as_the_embedded_route(qwen: o
     from apibank_lib.prompting.toolcalls import parse_tool_calls
     toolset = bench.toolset(1)
     grader = Grader(bench, V2)
-    first = [s for s in bench.samples(1, "api") if not any(t.role == "API" for t in s.history)][:4]
+    first = [s for s in bench.samples(1, "api") if not any(t.role == "API" for t in s.history)][:2]
     requests = []
     for sample in first:
         context = sample.context()
