@@ -261,6 +261,22 @@ def test_api_embeddings_are_cached_on_disk(embedder: MiniLMEmbedder, tmp_path: P
     assert second.calls == 1  # the repeated query came from the in-memory cache
 
 
+def test_indexes_over_one_embedder_share_query_embeddings(embedder: MiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query's vector does not depend on the APIs it is compared with: two indexes over one embedding model
+    embed it once, and forgetting (as timed searches do) empties the cache for both."""
+    monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
+    counting = CountingEmbedder(embedder)
+    whole, part = ToolIndex(SCHEMAS, counting), ToolIndex(SCHEMAS[:3], counting)
+    counting.calls = 0
+    whole.search("book a room")
+    part.search("book a room")
+    assert counting.calls == 1
+    assert np.array_equal(whole.embed_query("book a room"), part.embed_query("book a room"))
+    part.forget_queries()
+    whole.search("book a room")
+    assert counting.calls == 2
+
+
 def test_changed_metadata_gets_a_new_cache_entry(embedder: MiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APIBANK_CACHE", str(tmp_path))
     ToolIndex(SCHEMAS, embedder)

@@ -3,7 +3,8 @@
 The original ToolSearcher reloaded its sentence-transformers model and re-embedded every API on each query (about
 a second per query). Here the embedding model is loaded once per process (:mod:`apibank_lib.retrieval.embedders`), API
 embeddings are computed once and cached on disk (keyed by the model and a hash of the metadata), and query
-embeddings are kept in a small in-memory cache (:class:`ToolIndex`).
+embeddings are kept in an in-memory cache that every index over the same embedding model shares (a query's vector
+does not depend on the APIs it is compared with).
 
 Only tool metadata (:class:`~apibank_lib.core.types.ToolSchema`) is known here; the ToolSearcher *tool* in
 ``apibank_lib.env.tools.searcher`` wraps this module, and ``apibank_lib.retrieval.retrievers`` offers other rankings.
@@ -15,6 +16,7 @@ import hashlib
 import json
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -48,6 +50,32 @@ def search_text(schema: ToolSchema) -> str:
     return split_camel(schema.name) + schema.description
 
 
+class _QueryCache:
+    """Normalised query embeddings of one embedding model, most recent last (shared by its indexes)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.lock = threading.Lock()
+
+
+_QUERY_CACHES: weakref.WeakKeyDictionary[object, _QueryCache] = weakref.WeakKeyDictionary()
+_QUERY_CACHES_LOCK = threading.Lock()
+
+
+def _query_cache(embedder: Embedder, size: int) -> _QueryCache:
+    """The query cache of ``embedder`` (one per embedder object; a private one where it cannot be weakly keyed)."""
+    with _QUERY_CACHES_LOCK:
+        try:
+            cache = _QUERY_CACHES.get(embedder)
+            if cache is None:
+                cache = _QUERY_CACHES[embedder] = _QueryCache(size)
+        except TypeError:  # not weakly referenceable or not hashable
+            return _QueryCache(size)
+    cache.size = max(cache.size, size)
+    return cache
+
+
 class ToolIndex:
     """Embedding index over a fixed list of APIs.
 
@@ -55,7 +83,8 @@ class ToolIndex:
         schemas: the candidate APIs, in a fixed order (the first maximum wins ties).
         embedder: the embedding model.
         use_disk_cache: keep API embeddings in :func:`cache_dir` between processes.
-        query_cache_size: how many query embeddings to keep in memory.
+        query_cache_size: how many query embeddings to keep in memory (in the cache every index over ``embedder``
+            shares; the largest size asked for holds).
     """
 
     def __init__(
@@ -70,33 +99,33 @@ class ToolIndex:
             raise ConfigError("a ToolIndex needs at least one API")
         self.schemas = list(schemas)
         self.embedder = embedder
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._query_cache_size = query_cache_size
-        self._lock = threading.Lock()
+        self._queries = _query_cache(embedder, query_cache_size)
         texts = [search_text(s) for s in self.schemas]
         self.key = embeddings_key(texts, embedder)
         self.matrix = embed_texts(texts, embedder, use_disk_cache=use_disk_cache)
 
     def embed_query(self, keywords: str) -> np.ndarray:
         """The normalised embedding of a query (cached)."""
-        with self._lock:
-            hit = self._queries.get(keywords)
+        cache = self._queries
+        with cache.lock:
+            hit = cache.vectors.get(keywords)
             if hit is not None:
-                self._queries.move_to_end(keywords)
+                cache.vectors.move_to_end(keywords)
                 return hit
         v = np.asarray(self.embedder.encode([keywords]), dtype=np.float32)[0]
         norm = float(np.linalg.norm(v))
         v = v / norm if norm else v
-        with self._lock:
-            self._queries[keywords] = v
-            if len(self._queries) > self._query_cache_size:
-                self._queries.popitem(last=False)
+        with cache.lock:
+            cache.vectors[keywords] = v
+            if len(cache.vectors) > cache.size:
+                cache.vectors.popitem(last=False)
         return v
 
     def forget_queries(self) -> None:
-        """Empty the in-memory cache of query embeddings (benchmarks time new queries this way)."""
-        with self._lock:
-            self._queries.clear()
+        """Empty the in-memory cache of query embeddings, every index's over this embedding model (benchmarks and
+        :func:`~apibank_lib.report.retrieval.rank_queries` time new queries this way)."""
+        with self._queries.lock:
+            self._queries.vectors.clear()
 
     def scores(self, keywords: str) -> np.ndarray:
         """Cosine similarity of ``keywords`` with every candidate, in candidate order."""
