@@ -87,7 +87,7 @@ less (two or three adapters, level 1 and one API in 06, two trials: what their n
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
-        # `make reproduce` from a fresh clone in 12 minutes on 2 cores with the llama.cpp wheel cached, 18 building it
+        # `make reproduce` from a fresh clone in 11 minutes on 2 cores, compiling llama.cpp included (docs/results.md)
         # (it checks that everything runs end to end; the committed figures come from `standard`): the reference
         # backends on every sample (they cost nothing), the 0.5B instruct model on 15 API-call samples of each level
         # (about 4 s each; its intervals are blank where they rest on fewer than 10 dialogues), 2 replies per level and
