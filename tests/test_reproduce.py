@@ -100,6 +100,29 @@ def test_params_replace_the_profiles_in_the_notebooks_that_declare_them(tmp_path
     assert printed == ["None 7", "'absent' 7"]
 
 
+def test_the_profiles_pairs_keep_only_models_that_run(tmp_path: Any) -> None:
+    """The standard profile compares the fine-tuned models with their bases in notebook 03; with fewer models
+    (--models) the pairs of models not run are dropped rather than failing the notebook."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    cell = nbformat.v4.new_code_cell("PAIRS = []")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell, nbformat.v4.new_code_cell("print(PAIRS)")]
+    nbformat.write(nb, tmp_path / "03_a.ipynb")
+    assert ["llamacpp:lynx-0.5b", "llamacpp:qwen2.5-coder-0.5b"] in reproduce.PROFILES["standard"]["PAIRS"]
+    assert "PAIRS" not in reproduce.PROFILES["quick"]  # the quick profile runs no fine-tuned model
+    for models, expected in (
+        (["heuristic", "no-call"], "[['heuristic', 'no-call']]"),
+        (["oracle"], "[]"),
+        (["heuristic", "no-call", "llamacpp:qwen2.5-coder-0.5b", "llamacpp:lynx-0.5b"],
+         "[['llamacpp:lynx-0.5b', 'llamacpp:qwen2.5-coder-0.5b'], ['heuristic', 'no-call']]"),
+    ):
+        done = reproduce.reproduce(profile="standard", notebooks_dir=tmp_path, output_dir=tmp_path / "out", models=models)
+        assert nbformat.read(done.executed[0], as_version=4).cells[-1].outputs[0]["text"].strip() == expected
+
+
 def test_the_main_job_writes_into_its_own_folder_and_compares_with_the_committed_tables(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """By default the tables go to out/ (here $APIBANK_OUT), never over the committed results, and the summary says
     which committed tables they match; --committed writes where the committed ones are."""

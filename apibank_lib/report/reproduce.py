@@ -30,7 +30,7 @@ from apibank_lib.core.paths import (
 from apibank_lib.data.datasets import data_source
 
 __all__ = [
-    "DEFAULT_MODELS", "INSTRUCT_MODELS", "NOTEBOOKS_DIR", "PROFILES", "QUICK_MODELS", "Reproduction", "compare_tables", "notebooks", "output_root", "parse_param", "reproduce",
+    "DEFAULT_MODELS", "INSTRUCT_MODELS", "MODEL_PAIRS", "NOTEBOOKS_DIR", "PROFILES", "QUICK_MODELS", "Reproduction", "compare_tables", "notebooks", "output_root", "parse_param", "reproduce",
 ]
 
 INSTRUCT_MODELS = (
@@ -85,6 +85,17 @@ NOTEBOOK_COMPARISONS: dict[str, Any] = {
 arms at every level and its agents on three APIs, 02's four trials. The notebooks' own defaults are a quick look at
 less (two or three adapters, level 1 and one API in 06, two trials: what their notebook tests run)."""
 
+MODEL_PAIRS: list[list[str]] = [
+    ["llamacpp:lynx-0.5b", "llamacpp:qwen2.5-coder-0.5b"],  # what the small Lynx v2's training buys
+    ["llamacpp:lynx-0.5b-s2d", "llamacpp:lynx-0.5b"],  # and its second stage over it
+    ["llamacpp:qwen2.5-coder-1.5b", "llamacpp:qwen2.5-coder-0.5b"],  # the larger base model
+    ["llamacpp:lynx-270m", "llamacpp:gemma-3-270m"],  # the first small Lynx over its base model
+    ["heuristic", "no-call"],
+]
+"""Notebook 03's paired comparisons under the standard and full profiles (each on the samples both models answered:
+the same random draw for models with the same limit). A pair is dropped where one of its models is not run (e.g.
+``--models`` names fewer), so that the profile never asks for a run that is not there."""
+
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
         # `make reproduce` from a fresh clone in 11 minutes on 2 cores, compiling llama.cpp included (docs/results.md)
@@ -135,11 +146,13 @@ PROFILES: dict[str, dict[str, Any]] = {
         "WORTH_LIMIT": None,
         "TRIALS_LIMIT": 60,  # pass^1..pass^4 of the 0.5B at temperature 0.7 on about 60 level-1 API-call samples
         "SUBSET_SEED": 0,
+        "PAIRS": MODEL_PAIRS,
         **NOTEBOOK_COMPARISONS,
     },
     "full": {
         "LIMIT": None, "KIND_LIMITS": {}, "MODEL_LIMITS": {}, "MAX_STEPS": 12, "N_BOOT": 2000, "CALL_LIMIT": None,
-        "REPLY_LIMIT": None, "WORTH_LIMIT": None, "TRIALS_LIMIT": None, "SUBSET_SEED": 0, **NOTEBOOK_COMPARISONS,
+        "REPLY_LIMIT": None, "WORTH_LIMIT": None, "TRIALS_LIMIT": None, "SUBSET_SEED": 0, "PAIRS": MODEL_PAIRS,
+        **NOTEBOOK_COMPARISONS,
     },
 }
 """Parameters each profile gives every notebook (a notebook ignores those it does not declare); ``MODELS``, where a
@@ -283,6 +296,8 @@ def reproduce(
         raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     given_params: dict[str, Any] = dict(PROFILES[profile])
     given_params["MODELS"] = list(models) if models else _available_defaults(progress, given_params.get("MODELS", DEFAULT_MODELS))
+    if "PAIRS" in given_params:  # only pairs of models that run (a pair the user gives with --param stays as given)
+        given_params["PAIRS"] = [p for p in given_params["PAIRS"] if all(m in given_params["MODELS"] for m in p)]
     if data is not None:
         given_params["DATA"] = str(Path(data).resolve())
     if protocol is not None:
