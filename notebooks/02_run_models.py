@@ -86,7 +86,8 @@ comparison
 # ## Repeated trials of a sampled model
 #
 # One run's intervals resample dialogues; they say nothing of how differently a sampled model answers the same sample
-# again. `TRIALS_MODEL` answers the first `TRIALS_LIMIT` level-1 API-call samples `TRIALS` times at `TEMPERATURE`, each
+# again. `TRIALS_MODEL` answers about `TRIALS_LIMIT` level-1 API-call samples (whole dialogues drawn at random, seed
+# `SUBSET_SEED`) `TRIALS` times at `TEMPERATURE`, each
 # trial with its own seed, in one run folder (`apibank run --trials K --temperature T`); notebook 03 shows pass^k.
 
 # %%

@@ -245,3 +245,27 @@ def test_kind_limits_split_a_models_settings_and_its_cap_bounds_each(bench: Benc
     assert len(workbench.RunSettings(limit=4, model_limits={"oracle": 6}).configs("oracle", bench)) == 1
     with pytest.raises(ConfigError, match="unknown kind 'replies'"):
         workbench.RunSettings(kind_limits={"replies": 3})
+
+
+def test_a_models_cap_of_0_on_a_kind_leaves_that_kind_out(bench: Benchmark, tmp_path: Path) -> None:
+    # The bundled standard profile's slow models skip agent episodes: their steps are drawn as without the cap (API
+    # calls and replies share one limit, so the same dialogues as an uncapped model's), and no episode is run.
+    capped = workbench.RunSettings(limit=6, model_limits={"oracle": {"episodes": 0}}, runs_dir=tmp_path)
+    plain = workbench.RunSettings(limit=6, runs_dir=tmp_path)
+    assert [capped.limit_of("oracle", k) for k in workbench.KINDS] == [6, 6, 0]
+    (config,) = capped.configs("oracle", bench)
+    assert (config.levels, config.tasks, config.level3, config.limit) == ((1, 2, 3), ("api", "response"), "steps", 6)
+    (uncapped,) = plain.configs("oracle", bench)
+    steps = [x.key for x in plan(bench, uncapped) if x.kind != "episode"]
+    assert [x.key for x in plan(bench, config)] == steps
+    runs, _ = workbench.run_models(["oracle"], bench, capped, progress=False)
+    assert runs[0].judgments and not [j for j in runs[0].judgments if j.kind == "episode"]
+    assert "episodes" not in capped.subset_of("oracle")
+    # Caps per kind bound only the kinds they name; an episodes-only model gets the loop alone.
+    assert workbench.RunSettings(model_limits={"oracle": {"response": 2}}).limit_of("oracle", "api") is None
+    (loop,) = workbench.RunSettings(limit=2, model_limits={"oracle": {"api": 0, "response": 0}}).configs("oracle", bench)
+    assert (loop.levels, loop.level3) == ((3,), "loop")
+    with pytest.raises(ConfigError, match=r"model_limits\['oracle'\]: unknown kind 'replies'"):
+        workbench.RunSettings(model_limits={"oracle": {"replies": 0}})
+    with pytest.raises(ConfigError, match="at least 0"):
+        workbench.RunSettings(model_limits={"oracle": -1})

@@ -10,7 +10,12 @@ import pytest
 from apibank_lib.core.types import ApiCallSample
 from apibank_lib.data.datasets import Benchmark
 from apibank_lib.report import workbench
-from apibank_lib.report.transfer import PATTERNS, data_profile, transfer_errors, transfer_funnel, transfer_table
+from apibank_lib.cli.commands import main
+from apibank_lib.core.errors import ConfigError
+from apibank_lib.report import analysis
+from apibank_lib.report.transfer import (
+    PATTERNS, compare_results, data_profile, transfer_errors, transfer_funnel, transfer_table,
+)
 
 
 def _runs(bench: Benchmark, tmp_path: Path, models: list[str]) -> list:
@@ -59,3 +64,56 @@ def test_the_transfer_table_sets_each_model_beside_itself(bench: Benchmark, rele
     first = steps[(steps["model"] == "oracle (reference)") & (steps["stage"] == "API-call samples")]
     assert (first["bundled share (%)"] == 100.0).all()
     assert isinstance(table, pd.DataFrame)
+
+
+def _written(bench: Benchmark, runs: list, folder: Path) -> Path:
+    """The tables notebooks 02 and 04 write for ``runs``, in ``folder``."""
+    analysis.save_table(analysis.main_table(runs, reported_rows=False, n_boot=50, seed=0), "main_table", folder)
+    analysis.save_table(analysis.error_distribution(runs), "error_distribution", folder)
+    analysis.save_table(analysis.funnel(analysis.by_model(runs, "heuristic"), bench), "funnel", folder)
+    return folder
+
+
+def test_the_transfer_from_written_tables_agrees_with_the_one_from_runs(
+    bench: Benchmark, release: Benchmark, tmp_path: Path
+) -> None:
+    # `apibank transfer results/bundled results/<release>`: notebook 08's comparison without running a model.
+    models = ["oracle", "heuristic"]
+    runs = {"bundled": _runs(bench, tmp_path / "r", models), "fixture": _runs(release, tmp_path / "r", models)}
+    folders = {
+        "bundled": _written(bench, runs["bundled"], tmp_path / "bundled"),
+        "fixture": _written(release, runs["fixture"], tmp_path / "fixture"),
+    }
+    tables = compare_results(folders)
+    table = tables["transfer"]
+    from_runs = transfer_table(runs, n_boot=50).set_index(["model", "level"])
+    for model in models:
+        mine = table[(table["model"] == model) & (table["measure"].isin(["Call", "Retrieve+Call"]))].set_index("level")
+        assert list(mine.index) == [1, 2]
+        for level in (1, 2):
+            theirs = from_runs.loc[(f"{model} (reference, v2.2)", level)]
+            for source in folders:
+                assert mine.loc[level, f"{source} acc"] == pytest.approx(theirs[f"{source} acc"], abs=0.006)
+                assert mine.loc[level, f"{source} n"] == theirs[f"{source} n"]
+            assert mine.loc[level, "fixture - bundled"] == pytest.approx(theirs["fixture - bundled"], abs=0.011)
+    total = table[(table["model"] == "heuristic") & (table["measure"] == "Total")]
+    assert len(total) == 1 and total["level"].isna().all()
+    errors = tables["transfer_errors"]
+    assert {"bundled share (%)", "fixture share (%)"} <= set(errors.columns)
+    assert set(errors["model"]) <= set(models) and "heuristic" in set(errors["model"])
+    steps = tables["transfer_funnel"]
+    first = steps[(steps["model"] == "heuristic") & (steps["stage"] == "API-call samples")]
+    assert (first["bundled share (%)"] == 100.0).all() and (first["fixture share (%)"] == 100.0).all()
+    # The command writes the three tables where it is told, under the names it is given.
+    assert main(["transfer", str(folders["bundled"]), str(folders["fixture"]), "--names", "ours", "theirs",
+                 "--save-to", str(tmp_path / "out")]) == 0
+    written = pd.read_csv(tmp_path / "out" / "transfer.csv")
+    assert {"ours acc", "theirs acc", "theirs - ours"} <= set(written.columns)
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"transfer_errors.md", "transfer_funnel.csv"}
+
+
+def test_the_transfer_from_tables_names_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="at least two"):
+        compare_results({"bundled": tmp_path})
+    with pytest.raises(ConfigError, match=r"main_table\.csv: no such table"):
+        compare_results({"a": tmp_path / "a", "b": tmp_path / "b"})

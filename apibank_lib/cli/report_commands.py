@@ -1,4 +1,5 @@
-"""The commands that compare and report: ``compare``, ``toolrl-cross``, ``errors``, ``retrieval``, ``reproduce``."""
+"""The commands that compare and report: ``compare``, ``toolrl-cross``, ``errors``, ``retrieval``, ``reproduce``,
+``transfer``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from apibank_lib.cli.options import PROTOCOL_NAMES, add_common, add_json
 from apibank_lib.cli.output import print_json, show_table, warn
 from apibank_lib.core.errors import ConfigError
 
-__all__ = ["cmd_retrieval", "cmd_compare", "cmd_toolrl_cross", "cmd_twin_gap", "cmd_errors", "cmd_reproduce", "add_commands"]
+__all__ = ["cmd_retrieval", "cmd_compare", "cmd_toolrl_cross", "cmd_twin_gap", "cmd_errors", "cmd_reproduce", "cmd_transfer", "add_commands"]
 
 
 def cmd_retrieval(args: argparse.Namespace) -> int:
@@ -128,6 +129,30 @@ def cmd_errors(args: argparse.Namespace) -> int:
     return show_table(error_counts(load_runs(args.runs), mapped=not args.ours), args)
 
 
+def cmd_transfer(args: argparse.Namespace) -> int:
+    """``apibank transfer FOLDER FOLDER...``: notebook 08's three tables from results folders already written."""
+    from apibank_lib.report.files import save_table
+    from apibank_lib.report.transfer import compare_results
+
+    folders = [Path(f) for f in args.folders]
+    names = args.names or [f.name for f in folders]
+    if len(names) != len(folders) or len(set(names)) != len(names):
+        raise ConfigError(f"--names: give one distinct name per folder ({len(folders)} folders, names {names})")
+    tables = compare_results(dict(zip(names, folders)))
+    if args.save_to:
+        for name, table in tables.items():
+            paths = save_table(table, name, Path(args.save_to))
+            warn(f"saved {paths['csv']} and {paths['md']}")
+    if args.json:
+        print_json({name: json.loads(t.to_json(orient="records")) for name, t in tables.items()})
+        return 0
+    for name, table in tables.items():
+        print(f"## {name}\n")
+        print(table.astype(object).where(table.notna(), "").to_markdown(index=False))
+        print()
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from apibank_lib.report.reproduce import parse_param, reproduce
 
@@ -224,6 +249,17 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates of the intervals")
     p.add_argument("--save", metavar="NAME", default=None, help="also write NAME.csv and NAME.md in results/<data source>/ (results/bundled/ for the bundled data)")
     p.set_defaults(func=cmd_retrieval)
+
+    p = sub.add_parser(
+        "transfer",
+        help="notebook 08's transfer tables (accuracy per level, errors, step funnel on each data source) from results "
+        "folders already written, e.g. results/bundled results/api-bank-dev; no model is run",
+    )
+    p.add_argument("folders", nargs="+", help="results folders (main_table, error_distribution, funnel); the first is the reference")
+    p.add_argument("--names", nargs="+", default=None, help="a name per folder (default: the folders' names)")
+    p.add_argument("--save-to", default=None, metavar="DIR", help="also write transfer, transfer_errors and transfer_funnel (CSV and Markdown) in DIR")
+    add_json(p)
+    p.set_defaults(func=cmd_transfer)
 
     p = sub.add_parser("reproduce", help="execute every numbered notebook with papermill: all tables and figures")
     p.add_argument(

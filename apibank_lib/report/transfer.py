@@ -10,7 +10,9 @@ nobody here wrote (an official API-Bank copy) says whether it holds. This module
 * :func:`transfer_table`: per model and level, accuracy on each source with its interval, sample and dialogue
   counts, and the difference;
 * :func:`transfer_errors` and :func:`transfer_funnel`: the error taxonomy and the step funnel, one column (or row
-  block) per model and source.
+  block) per model and source;
+* :func:`compare_results`: the same three tables from results folders already written (no model is run), e.g. the
+  committed ``results/bundled/`` and ``results/api-bank-dev/``.
 
 Only aggregates leave these functions: no dialogue text, so the tables of a release may be committed.
 """
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apibank_lib.core.errors import ConfigError
 from apibank_lib.core.stats import N_BOOT, SEED, TOO_FEW, bootstrap_mean, bounds
 from apibank_lib.core.types import ApiCallSample, ApiRecord, Utterance
 from apibank_lib.data.datasets import Benchmark
@@ -29,7 +33,7 @@ from apibank_lib.runs.scoring import ScoredRun
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PATTERNS", "data_profile", "transfer_table", "transfer_errors", "transfer_funnel"]
+__all__ = ["PATTERNS", "compare_results", "data_profile", "transfer_table", "transfer_errors", "transfer_funnel"]
 
 ABILITIES = {1: "Call", 2: "Retrieve+Call", 3: "Plan+Retrieve+Call"}
 
@@ -252,3 +256,131 @@ def transfer_funnel(runs: Mapping[str, Sequence[ScoredRun]], benches: Mapping[st
     wide = wide.reindex(columns=[s for s in runs if s in wide.columns]).reset_index()
     wide.columns.name = None
     return wide.rename(columns={s: f"{s} share (%)" for s in runs})
+
+
+_LEVEL_COLUMNS = {
+    "Call": (1, "Call"),
+    "Retrieve+Call": (2, "Retrieve+Call"),
+    "Plan+Retrieve+Call": (3, "Plan+Retrieve+Call steps"),
+    "Plan+Retrieve+Call items": (3, "Plan+Retrieve+Call items"),
+    "Plan+Retrieve+Call episodes": (3, "Plan+Retrieve+Call episodes"),
+    "Total": (None, "Total"),
+}
+"""The main table's column prefixes (``<prefix> acc`` or the prefix itself) and the level and measure they are."""
+
+
+def _read(folder: Path, name: str) -> pd.DataFrame:
+    import pandas as pd
+
+    path = Path(folder) / f"{name}.csv"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such table; write it with `apibank reproduce` (notebooks 02 and 04) first")
+    return pd.read_csv(path)
+
+
+def compare_results(folders: Mapping[str, str | Path]) -> dict[str, pd.DataFrame]:
+    """Notebook 08's comparison from tables already written, without running a model: each data source's committed
+    (or ``apibank reproduce``-written) results folder, e.g. ``{"bundled": "results/bundled", "api-bank-dev":
+    "results/api-bank-dev"}``; the first is the reference the others are compared with.
+
+    The figures are the folders' own (main table, error distribution, step funnel), so each source keeps its own
+    draw and interval; a difference between sources is not paired (different samples). Only measured rows enter
+    (the paper's reported rows are left out).
+
+    Returns:
+        ``transfer``: one row per model and measure (Call, Retrieve+Call, level-3 steps, items, episodes, Total)
+        with each source's accuracy, interval, n, dialogues and subset, then each other source minus the first;
+        ``transfer_errors``: per model and error category, each source's share (%) of wrong calls;
+        ``transfer_funnel``: per model, level and stage, each source's share (%) of the level's API-call samples.
+
+    Raises:
+        ConfigError: fewer than two folders, or a folder without the tables.
+    """
+    import pandas as pd
+
+    if len(folders) < 2:
+        raise ConfigError(f"compare_results: give at least two results folders, got {len(folders)}")
+    sources = list(folders)
+    mains = {s: _read(Path(f), "main_table") for s, f in folders.items()}
+    keys = ["model", "prompt mode", "protocol"]
+    models: list[tuple[str, str, str]] = []
+    for table in mains.values():
+        measured = table[table["source"] == "measured here"]
+        for row in measured[keys].astype(str).itertuples(index=False):
+            if tuple(row) not in models:
+                models.append(tuple(row))
+    rows = []
+    for model, mode, protocol in models:
+        for prefix, (level, measure) in _LEVEL_COLUMNS.items():
+            row: dict[str, Any] = {"model": model, "prompt mode": mode, "protocol": protocol, "level": level, "measure": measure}
+            got = {}
+            for source in sources:
+                t = mains[source]
+                match = t[(t["model"].astype(str) == model) & (t["prompt mode"].astype(str) == mode) & (t["protocol"].astype(str) == protocol)]
+                acc_col = prefix if f"{prefix} acc" not in t.columns else f"{prefix} acc"
+                if match.empty or acc_col not in t.columns or pd.isna(match.iloc[0][acc_col]):
+                    for part in ("acc", "interval", "n", "dialogues", "subset"):
+                        row[f"{source} {part}"] = None
+                    continue
+                r = match.iloc[0]
+                low, high = r.get(f"{acc_col} low"), r.get(f"{acc_col} high")
+                got[source] = float(r[acc_col])
+                row[f"{source} acc"] = round(float(r[acc_col]), 2)
+                row[f"{source} interval"] = TOO_FEW if pd.isna(low) or pd.isna(high) else f"[{float(low):.2f}, {float(high):.2f}]"
+                row[f"{source} n"] = r.get(f"{prefix} n")
+                row[f"{source} dialogues"] = r.get(f"{prefix} dialogues")
+                row[f"{source} subset"] = r.get("subset")
+            if not got:
+                continue
+            for source in sources[1:]:
+                both = sources[0] in got and source in got
+                row[f"{source} - {sources[0]}"] = round(got[source] - got[sources[0]], 2) if both else None
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    counts = [c for c in table.columns if c.endswith((" n", " dialogues"))]
+    table = table.astype({c: "Int64" for c in counts})
+    return {
+        "transfer": table,
+        "transfer_errors": _compare_errors({s: _read(Path(f), "error_distribution") for s, f in folders.items()}),
+        "transfer_funnel": _compare_funnel({s: _read(Path(f), "funnel") for s, f in folders.items()}),
+    }
+
+
+_DATA_IN_LABEL = re.compile(r"^(?P<model>.+) \((?P<mode>[^,()]+), (?P<protocol>[^,()]+), (?P<data>[^()]+)\)$")
+
+
+def _compare_errors(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Error distributions (columns ``<model> (<mode>, <protocol>, <data>)``) side by side: one row per model and
+    category, one column per source. Reported columns (the paper's) are left out."""
+    import pandas as pd
+
+    frames = []
+    for source, t in tables.items():
+        for column in t.columns[1:]:
+            label = _DATA_IN_LABEL.match(str(column))
+            if label is None:  # "GPT-4 (reported)"
+                continue
+            frames.append(pd.DataFrame({
+                "model": label["model"], "prompt mode": label["mode"], "protocol": label["protocol"],
+                "category": t[t.columns[0]], "data": source, "share (%)": t[column],
+            }))
+    if not frames:
+        return pd.DataFrame()
+    long = pd.concat(frames, ignore_index=True)
+    wide = long.pivot_table(index=["model", "prompt mode", "protocol", "category"], columns="data", values="share (%)", sort=False, dropna=False)
+    wide = wide.reindex(columns=[s for s in tables if s in wide.columns]).reset_index()
+    wide.columns.name = None
+    return wide.rename(columns={s: f"{s} share (%)" for s in tables})
+
+
+def _compare_funnel(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Step funnels (``model, level, ability, stage, samples, share (%)``) side by side, one column per source."""
+    import pandas as pd
+
+    long = pd.concat([t.assign(data=source) for source, t in tables.items()], ignore_index=True)
+    if long.empty:
+        return pd.DataFrame()
+    wide = long.pivot_table(index=["model", "level", "ability", "stage"], columns="data", values="share (%)", sort=False)
+    wide = wide.reindex(columns=[s for s in tables if s in wide.columns]).reset_index()
+    wide.columns.name = None
+    return wide.rename(columns={s: f"{s} share (%)" for s in tables})

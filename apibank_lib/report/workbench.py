@@ -51,8 +51,9 @@ class RunSettings:
         kind_limits: a limit of its own for some kinds (``api``, ``response``, ``episodes``), e.g.
             ``{"response": 5, "episodes": 4}``: sixty API-call samples cost minutes, and replies and whole
             episodes need not come in the same number; kinds not named take ``limit``.
-        model_limits: a cap for some models (e.g. a slow embedded model), by model spec: no kind of theirs
-            exceeds it.
+        model_limits: a cap for some models (e.g. a slow embedded model), by model spec: a number no kind of
+            theirs exceeds, or a cap per kind (``{"episodes": 0}``; kinds not named are not capped). A cap of 0
+            leaves that kind out for that model (its cells stay blank), e.g. agent episodes of a slow model.
         level3: ``steps``, ``loop`` or ``both``.
         max_steps: agent-loop step limit (part of the episodes' identity only).
         options: backend options per model spec.
@@ -69,7 +70,7 @@ class RunSettings:
     levels: Sequence[int] = (1, 2, 3)
     limit: int | None = None
     kind_limits: Mapping[str, int | None] = field(default_factory=dict)
-    model_limits: Mapping[str, int] = field(default_factory=dict)
+    model_limits: Mapping[str, int | Mapping[str, int]] = field(default_factory=dict)
     level3: str = "both"
     max_steps: int = 12
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -85,12 +86,22 @@ class RunSettings:
         unknown = sorted(set(self.kind_limits or {}) - set(KINDS))
         if unknown:
             raise ConfigError(f"kind_limits: unknown kind {unknown[0]!r}; choose among {', '.join(KINDS)}")
+        for model, cap in (self.model_limits or {}).items():
+            caps = cap if isinstance(cap, Mapping) else {"every kind": cap}
+            wrong = sorted(set(caps) - set(KINDS) - {"every kind"})
+            if wrong:
+                raise ConfigError(f"model_limits[{model!r}]: unknown kind {wrong[0]!r}; choose among {', '.join(KINDS)}")
+            for kind, n in caps.items():
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                    raise ConfigError(f"model_limits[{model!r}] ({kind}): expected a whole number of at least 0, got {n!r}")
 
     def limit_of(self, model: str, kind: str) -> int | None:
         """How many of one kind a model answers per level: the kind's limit (else ``limit``), capped by the
-        model's."""
+        model's (0: the model does not answer that kind)."""
         limit = (self.kind_limits or {}).get(kind, self.limit)
         cap = (self.model_limits or {}).get(model)
+        if isinstance(cap, Mapping):
+            cap = cap.get(kind)
         if cap is None:
             return limit
         return cap if limit is None else min(limit, cap)
@@ -100,6 +111,7 @@ class RunSettings:
         or each kind's (``api 60, response 5, episodes all (random dialogues, seed 0)``)."""
         kinds = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
         limits = {k: self.limit_of(model, k) for k in kinds}
+        limits = {k: n for k, n in limits.items() if n != 0}  # a kind left out is not part of what the run is about
         if len(set(limits.values())) <= 1:
             return describe(next(iter(limits.values()), self.limit), self.draw, self.subset_seed)
         how = describe(1, self.draw, self.subset_seed).split(" ", 1)[1]  # "(random dialogues, seed 0)" or "(first)"
@@ -110,14 +122,23 @@ class RunSettings:
         share the model's run folder, whose plan keeps what each asked for)."""
         wanted = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
         limits = {k: self.limit_of(model, k) for k in wanted}
+        limits = {k: n for k, n in limits.items() if n != 0}  # a cap of 0: the model does not answer that kind
         base = {
             "protocol": self.protocol, "data": str(bench.root), "max_steps": self.max_steps,
             "backend_options": dict((self.options or {}).get(model, {})), "runs_dir": str(runs_dir(self.runs_dir)),
             "trials": self.trials, "temperature": self.temperature, "draw": self.draw, "subset_seed": self.subset_seed,
         }
-        if len(set(limits.values())) <= 1:
-            limit = next(iter(limits.values()), self.limit)
-            return [RunConfig(model, levels=tuple(self.levels), limit=limit, level3=self.level3, tasks=tuple(self.tasks), **base)]
+        if not limits:
+            return []
+        tasks = tuple(t for t in self.tasks if t in limits)
+        if len(set(limits.values())) <= 1 and tasks:
+            # one config: a limit over API calls and replies together draws the same dialogues as without a cap
+            limit = next(iter(limits.values()))
+            level3, levels = self.level3, tuple(self.levels)
+            if "episodes" in wanted and "episodes" not in limits:  # episodes left out: level 3 as steps, or not at all
+                level3 = "steps"
+                levels = levels if self.level3 == "both" else tuple(lv for lv in levels if lv != 3)
+            return [RunConfig(model, levels=levels, limit=limit, level3=level3, tasks=tasks, **base)] if levels else []
         teacher_levels = tuple(lv for lv in self.levels if lv != 3 or self.level3 in ("steps", "both"))
         configs = []
         for kind, limit in limits.items():
