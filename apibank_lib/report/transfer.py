@@ -367,10 +367,13 @@ def _compare_errors(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
     long = pd.concat(frames, ignore_index=True)
-    wide = long.pivot_table(index=["model", "prompt mode", "protocol", "category"], columns="data", values="share (%)", sort=False, dropna=False)
-    wide = wide.reindex(columns=[s for s in tables if s in wide.columns]).reset_index()
-    wide.columns.name = None
-    return wide.rename(columns={s: f"{s} share (%)" for s in tables})
+    keys = ["model", "prompt mode", "protocol", "category"]
+    # Rows in order of first appearance, only the (model, category) pairs some source has: no cross product of keys.
+    wide = long.drop_duplicates(keys)[keys].reset_index(drop=True)
+    for source in tables:
+        mine = long[long["data"] == source].drop_duplicates(keys).set_index(keys)["share (%)"]
+        wide[f"{source} share (%)"] = [mine.get(tuple(k)) for k in wide[keys].itertuples(index=False)]
+    return wide
 
 
 def _compare_funnel(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
