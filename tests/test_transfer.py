@@ -7,14 +7,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apibank_lib.core.types import ApiCallSample
-from apibank_lib.data.datasets import Benchmark
-from apibank_lib.report import workbench
 from apibank_lib.cli.commands import main
 from apibank_lib.core.errors import ConfigError
-from apibank_lib.report import analysis
+from apibank_lib.core.types import ApiCallSample
+from apibank_lib.data.datasets import Benchmark
+from apibank_lib.report import analysis, workbench
 from apibank_lib.report.transfer import (
-    PATTERNS, compare_results, data_profile, transfer_errors, transfer_funnel, transfer_table,
+    PATTERNS,
+    compare_results,
+    data_profile,
+    transfer_errors,
+    transfer_funnel,
+    transfer_table,
 )
 
 

@@ -33,7 +33,7 @@ from apibank_lib.runs.scoring import ScoredRun
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PATTERNS", "compare_results", "data_profile", "transfer_table", "transfer_errors", "transfer_funnel"]
+__all__ = ["PATTERNS", "compare_results", "data_profile", "transfer_errors", "transfer_funnel", "transfer_table"]
 
 ABILITIES = {1: "Call", 2: "Retrieve+Call", 3: "Plan+Retrieve+Call"}
 
@@ -168,6 +168,28 @@ def data_profile(benches: Mapping[str, Benchmark]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _interval(low: Any, high: Any) -> str:
+    """An interval as the tables write it, or :data:`TOO_FEW` where it is blank (fewer than 10 dialogues)."""
+    import pandas as pd
+
+    return TOO_FEW if pd.isna(low) or pd.isna(high) else f"[{float(low):.2f}, {float(high):.2f}]"
+
+
+def _counts_as_integers(table: pd.DataFrame) -> pd.DataFrame:
+    """Sample and dialogue counts as integers that may be blank (a model missing on one source)."""
+    counts = [c for c in table.columns if c.endswith((" n", " dialogues"))]
+    return table.astype({c: "Int64" for c in counts})
+
+
+def _side_by_side(long: pd.DataFrame, index: list[str], sources: Sequence[str]) -> pd.DataFrame:
+    """Long rows with a ``data`` column and a ``share (%)`` column, one ``<source> share (%)`` column per source;
+    rows in order of first appearance, only the keys some source has."""
+    wide = long.pivot_table(index=index, columns="data", values="share (%)", sort=False)
+    wide = wide.reindex(columns=[s for s in sources if s in wide.columns]).reset_index()
+    wide.columns.name = None
+    return wide.rename(columns={s: f"{s} share (%)" for s in sources})
+
+
 def _accuracy(run: ScoredRun, level: int, n_boot: int, seed: int) -> dict[str, Any]:
     judged = [j for j in run.judgments if j.level == level and j.kind == "api"]
     if not judged:
@@ -207,10 +229,7 @@ def transfer_table(
                 got = _accuracy(r, level, n_boot, seed) if r is not None else {}
                 figures[source] = got
                 row[f"{source} acc"] = got.get("acc")
-                if got:
-                    row[f"{source} interval"] = f"[{got['low']:.2f}, {got['high']:.2f}]" if got["low"] is not None else TOO_FEW
-                else:
-                    row[f"{source} interval"] = None
+                row[f"{source} interval"] = _interval(got["low"], got["high"]) if got else None
                 row[f"{source} n"] = got.get("n")
                 row[f"{source} dialogues"] = got.get("dialogues")
                 row[f"{source} subset"] = r.subset if r is not None else None
@@ -221,9 +240,7 @@ def transfer_table(
                 other = figures[source]
                 row[f"{source} - {sources[0]}"] = round(other["acc"] - first["acc"], 2) if first and other else None
             rows.append(row)
-    table = pd.DataFrame(rows)
-    counts = [c for c in table.columns if c.endswith((" n", " dialogues"))]
-    return table.astype({c: "Int64" for c in counts})
+    return _counts_as_integers(pd.DataFrame(rows))
 
 
 def transfer_errors(runs: Mapping[str, Sequence[ScoredRun]]) -> pd.DataFrame:
@@ -251,11 +268,7 @@ def transfer_funnel(runs: Mapping[str, Sequence[ScoredRun]], benches: Mapping[st
                 frames.append(f.assign(data=source, model=f"{r.model} ({r.prompt_mode})"))
     if not frames:
         return pd.DataFrame()
-    long = pd.concat(frames, ignore_index=True)
-    wide = long.pivot_table(index=["model", "level", "ability", "stage"], columns="data", values="share (%)", sort=False)
-    wide = wide.reindex(columns=[s for s in runs if s in wide.columns]).reset_index()
-    wide.columns.name = None
-    return wide.rename(columns={s: f"{s} share (%)" for s in runs})
+    return _side_by_side(pd.concat(frames, ignore_index=True), ["model", "level", "ability", "stage"], list(runs))
 
 
 _LEVEL_COLUMNS = {
@@ -269,7 +282,7 @@ _LEVEL_COLUMNS = {
 """The main table's column prefixes (``<prefix> acc`` or the prefix itself) and the level and measure they are."""
 
 
-def _read(folder: Path, name: str) -> pd.DataFrame:
+def _read(folder: str | Path, name: str) -> pd.DataFrame:
     import pandas as pd
 
     path = Path(folder) / f"{name}.csv"
@@ -301,32 +314,27 @@ def compare_results(folders: Mapping[str, str | Path]) -> dict[str, pd.DataFrame
     if len(folders) < 2:
         raise ConfigError(f"compare_results: give at least two results folders, got {len(folders)}")
     sources = list(folders)
-    mains = {s: _read(Path(f), "main_table") for s, f in folders.items()}
     keys = ["model", "prompt mode", "protocol"]
-    models: list[tuple[str, str, str]] = []
-    for table in mains.values():
-        measured = table[table["source"] == "measured here"]
-        for row in measured[keys].astype(str).itertuples(index=False):
-            if tuple(row) not in models:
-                models.append(tuple(row))
+    measured: dict[str, dict[tuple[str, ...], pd.Series]] = {}  # source -> the main table's measured rows by key
+    for source, folder in folders.items():
+        t = _read(folder, "main_table")
+        t = t[t["source"] == "measured here"]
+        measured[source] = {tuple(k): row for k, (_, row) in zip(t[keys].astype(str).itertuples(index=False), t.iterrows())}
+    models = list(dict.fromkeys(k for rows in measured.values() for k in rows))  # in order of first appearance
     rows = []
-    for model, mode, protocol in models:
+    for key in models:
         for prefix, (level, measure) in _LEVEL_COLUMNS.items():
-            row: dict[str, Any] = {"model": model, "prompt mode": mode, "protocol": protocol, "level": level, "measure": measure}
+            row: dict[str, Any] = {**dict(zip(keys, key)), "level": level, "measure": measure}
             got = {}
             for source in sources:
-                t = mains[source]
-                match = t[(t["model"].astype(str) == model) & (t["prompt mode"].astype(str) == mode) & (t["protocol"].astype(str) == protocol)]
-                acc_col = prefix if f"{prefix} acc" not in t.columns else f"{prefix} acc"
-                if match.empty or acc_col not in t.columns or pd.isna(match.iloc[0][acc_col]):
-                    for part in ("acc", "interval", "n", "dialogues", "subset"):
-                        row[f"{source} {part}"] = None
+                r = measured[source].get(key)
+                acc_col = f"{prefix} acc" if r is not None and f"{prefix} acc" in r.index else prefix
+                if r is None or acc_col not in r.index or pd.isna(r[acc_col]):
+                    row.update({f"{source} {part}": None for part in ("acc", "interval", "n", "dialogues", "subset")})
                     continue
-                r = match.iloc[0]
-                low, high = r.get(f"{acc_col} low"), r.get(f"{acc_col} high")
                 got[source] = float(r[acc_col])
-                row[f"{source} acc"] = round(float(r[acc_col]), 2)
-                row[f"{source} interval"] = TOO_FEW if pd.isna(low) or pd.isna(high) else f"[{float(low):.2f}, {float(high):.2f}]"
+                row[f"{source} acc"] = round(got[source], 2)
+                row[f"{source} interval"] = _interval(r.get(f"{acc_col} low"), r.get(f"{acc_col} high"))
                 row[f"{source} n"] = r.get(f"{prefix} n")
                 row[f"{source} dialogues"] = r.get(f"{prefix} dialogues")
                 row[f"{source} subset"] = r.get("subset")
@@ -336,13 +344,10 @@ def compare_results(folders: Mapping[str, str | Path]) -> dict[str, pd.DataFrame
                 both = sources[0] in got and source in got
                 row[f"{source} - {sources[0]}"] = round(got[source] - got[sources[0]], 2) if both else None
             rows.append(row)
-    table = pd.DataFrame(rows)
-    counts = [c for c in table.columns if c.endswith((" n", " dialogues"))]
-    table = table.astype({c: "Int64" for c in counts})
     return {
-        "transfer": table,
-        "transfer_errors": _compare_errors({s: _read(Path(f), "error_distribution") for s, f in folders.items()}),
-        "transfer_funnel": _compare_funnel({s: _read(Path(f), "funnel") for s, f in folders.items()}),
+        "transfer": _counts_as_integers(pd.DataFrame(rows)),
+        "transfer_errors": _compare_errors({s: _read(f, "error_distribution") for s, f in folders.items()}),
+        "transfer_funnel": _compare_funnel({s: _read(f, "funnel") for s, f in folders.items()}),
     }
 
 
@@ -383,7 +388,4 @@ def _compare_funnel(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     long = pd.concat([t.assign(data=source) for source, t in tables.items()], ignore_index=True)
     if long.empty:
         return pd.DataFrame()
-    wide = long.pivot_table(index=["model", "level", "ability", "stage"], columns="data", values="share (%)", sort=False)
-    wide = wide.reindex(columns=[s for s in tables if s in wide.columns]).reset_index()
-    wide.columns.name = None
-    return wide.rename(columns={s: f"{s} share (%)" for s in tables})
+    return _side_by_side(long, ["model", "level", "ability", "stage"], list(tables))

@@ -106,12 +106,20 @@ class RunSettings:
             return limit
         return cap if limit is None else min(limit, cap)
 
+    def _wanted(self) -> list[str]:
+        """The kinds these settings ask for: the tasks, and agent episodes where level 3 runs the loop."""
+        loop = self.level3 in ("loop", "both") and 3 in self.levels
+        return [k for k in KINDS if k in self.tasks or (k == "episodes" and loop)]
+
+    def _limits(self, model: str) -> dict[str, int | None]:
+        """Each asked-for kind's limit for ``model``, less the kinds its cap of 0 leaves out."""
+        limits = {k: self.limit_of(model, k) for k in self._wanted()}
+        return {k: n for k, n in limits.items() if n != 0}
+
     def subset_of(self, model: str) -> str:
         """Which samples a model's runs are about, in words: ``all``, one limit (``60 (random dialogues, seed 0)``)
         or each kind's (``api 60, response 5, episodes all (random dialogues, seed 0)``)."""
-        kinds = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
-        limits = {k: self.limit_of(model, k) for k in kinds}
-        limits = {k: n for k, n in limits.items() if n != 0}  # a kind left out is not part of what the run is about
+        limits = self._limits(model)
         if len(set(limits.values())) <= 1:
             return describe(next(iter(limits.values()), self.limit), self.draw, self.subset_seed)
         how = describe(1, self.draw, self.subset_seed).split(" ", 1)[1]  # "(random dialogues, seed 0)" or "(first)"
@@ -120,9 +128,8 @@ class RunSettings:
     def configs(self, model: str, bench: Benchmark) -> list[RunConfig]:
         """One model's run settings: one config when every kind has the same limit, else one per limit (they
         share the model's run folder, whose plan keeps what each asked for)."""
-        wanted = [k for k in KINDS if k in self.tasks or (k == "episodes" and self.level3 in ("loop", "both") and 3 in self.levels)]
-        limits = {k: self.limit_of(model, k) for k in wanted}
-        limits = {k: n for k, n in limits.items() if n != 0}  # a cap of 0: the model does not answer that kind
+        wanted = self._wanted()
+        limits = self._limits(model)
         base = {
             "protocol": self.protocol, "data": str(bench.root), "max_steps": self.max_steps,
             "backend_options": dict((self.options or {}).get(model, {})), "runs_dir": str(runs_dir(self.runs_dir)),
